@@ -1,0 +1,1 @@
+"""Backends (installed as `mnnpy.backends`): cpu/, opencl/, vulkan/, found through the core registry."""

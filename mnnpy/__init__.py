@@ -1,0 +1,30 @@
+"""mnnpy: an MNN-style inference engine in Python. `import mnnpy as MNN` runs scripts written for MNN's package.
+
+Importing this package is cheap: it loads no backend, no converter and no FlatBuffers code. Heavier parts are
+imported on first attribute access.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from mnnpy.schema.errors import ModelError
+
+__version__ = "0.1.0"
+__all__ = ["ModelError", "__version__", "version"]
+
+# public name -> module that defines it, imported on first access
+_LAZY: dict[str, str] = {}
+
+
+def version() -> str:
+    """mnnpy's version string (MNN: `MNN.version()`)."""
+    return __version__
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mnnpy' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

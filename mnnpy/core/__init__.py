@@ -1,0 +1,1 @@
+"""The backend-agnostic engine: IR, registry, shape inference, geometry, strategy, memory plan, pipeline."""
