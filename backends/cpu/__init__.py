@@ -1,0 +1,1 @@
+"""CPU backend (numpy): NC4HW4 feature maps, convolution strategies in compute/."""
