@@ -1,0 +1,150 @@
+"""The small, fixed backend interface: Runtime, Backend, Execution (MNN: `Runtime`, `Backend`, `Execution`).
+
+A backend package (`mnnpy.backends.<name>`) exposes a `Runtime` subclass as `RUNTIME`. The core finds it by name
+through `mnnpy.core.registry.get_runtime`, so the core never imports a backend at import time.
+
+Order of calls made by the pipeline for one resize:
+`on_resize_begin` -> `on_create` per command -> `on_acquire`/`on_release` (memory plan) -> `on_resize_end` (arena
+allocated, tensors bound) -> `Execution.on_resize` per command. One run: `on_execute_begin` ->
+`Execution.on_execute` per command -> `on_execute_end`.
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+from mnnpy.core.ir import TensorDesc
+
+
+class StorageType(enum.Enum):
+    """MNN's `Backend::StorageType`: STATIC is never reused (weights); DYNAMIC is planned and reused."""
+
+    STATIC = 0
+    DYNAMIC = 1
+    DYNAMIC_SEPARATE = 2
+
+
+class BackendUnavailable(RuntimeError):  # noqa: N818 - the name the design uses
+    """A backend's runtime cannot be created here (no driver, no device)."""
+
+
+class TensorRef:
+    """A tensor as an execution sees it: descriptor plus the backing array, bound after memory planning.
+
+    Attributes:
+        index: the tensor's index in the session tensor table.
+        desc: shape, dtype and format.
+        array: the physical array (a view into the backend's arena, or a static array); None until bound.
+        const: True when the value is known at resize time (weights, folded constants).
+    """
+
+    __slots__ = ("array", "const", "desc", "index", "name")
+
+    def __init__(self, index: int, desc: TensorDesc, name: str = "", array: Any = None, const: bool = False) -> None:
+        self.index = index
+        self.desc = desc
+        self.name = name
+        self.array = array
+        self.const = const
+
+    def __repr__(self) -> str:
+        return f"TensorRef({self.index}, {self.name!r}, {self.desc.shape}, {self.desc.fmt})"
+
+
+class Execution(ABC):
+    """One command's kernel (MNN: `Execution`): `on_resize` does all per-shape work, `on_execute` only runs.
+
+    Attributes:
+        backend: the Backend that created it.
+        algorithm: short name of the chosen algorithm, reported by `session.info()`.
+    """
+
+    algorithm: str = ""
+
+    def __init__(self, backend: Backend, op: Any, inputs: Sequence[TensorRef], outputs: Sequence[TensorRef]) -> None:
+        self.backend = backend
+        self.op = op
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+
+    def on_resize(self) -> None:  # noqa: B027 - optional hook
+        """Per-shape preparation (weight packing, index tables, views). Arrays are bound when it is called."""
+
+    @abstractmethod
+    def on_execute(self) -> None:
+        """Compute the outputs into their bound arrays. Must not allocate arena memory or plan."""
+
+    def info(self) -> dict[str, Any]:
+        """Algorithm details for `session.info()`."""
+        return {"algorithm": self.algorithm} if self.algorithm else {}
+
+
+class Backend(ABC):
+    """Per-session device object (MNN: `Backend`)."""
+
+    name: str = "?"
+
+    def __init__(self, runtime: Runtime, config: dict[str, Any] | None = None) -> None:
+        self.runtime = runtime
+        self.config = dict(config or {})
+
+    @abstractmethod
+    def on_create(self, op_type: int, op: Any, inputs: Sequence[TensorRef],
+                  outputs: Sequence[TensorRef]) -> Execution | None:
+        """Create the execution for a command, or return None when unsupported (the schedule falls back to CPU)."""
+
+    def supported_formats(self, op_type: int) -> tuple[str, ...]:
+        """Formats the backend's kernel for `op_type` accepts on its main input; the first is preferred."""
+        return ("NCHW",)
+
+    @abstractmethod
+    def on_acquire(self, tensor: TensorRef, storage: StorageType) -> None:
+        """Reserve memory for a tensor (DYNAMIC: planned in the arena, bound at `on_resize_end`)."""
+
+    @abstractmethod
+    def on_release(self, tensor: TensorRef, storage: StorageType) -> None:
+        """Give a DYNAMIC tensor's memory back to the plan so later tensors may reuse it."""
+
+    def on_clear(self) -> None:  # noqa: B027 - optional hook
+        """Drop all planned memory (MNN: `onClearBuffer`)."""
+
+    @abstractmethod
+    def on_copy(self, src: TensorRef, dst: TensorRef) -> None:
+        """Copy between tensors, converting layout/device as needed (MNN: `onCopyBuffer`)."""
+
+    def on_resize_begin(self) -> None:  # noqa: B027 - optional hook
+        """Start a memory plan."""
+
+    def on_resize_end(self) -> None:  # noqa: B027 - optional hook
+        """Finish the plan: allocate the arena and bind all acquired tensors."""
+
+    def on_execute_begin(self) -> None:  # noqa: B027 - optional hook
+        """Called before the first command of a run."""
+
+    def on_execute_end(self) -> None:  # noqa: B027 - optional hook
+        """Called after the last command of a run (GPU backends submit / wait here)."""
+
+    def memory_info(self) -> dict[str, Any]:
+        """Arena size and planned tensor bytes for `session.info()`."""
+        return {}
+
+
+class Runtime(ABC):
+    """Per-device object holding caches; creates Backends (MNN: `Runtime`)."""
+
+    name: str = "?"
+
+    @classmethod
+    def is_available(cls) -> bool:
+        """Whether this runtime can be created on this machine."""
+        return True
+
+    @abstractmethod
+    def create_backend(self, config: dict[str, Any] | None = None) -> Backend:
+        """Create a Backend for one session (MNN: `Runtime::onCreate`)."""
+
+    def gc(self, level: int = 0) -> None:  # noqa: B027 - optional hook
+        """Drop caches (MNN: `onGabageCollect`)."""
