@@ -48,9 +48,11 @@ class _Walker:
         if self.budget < 0:
             self.fail("too many objects for the buffer size (shared sub-objects?)", pos, path)
 
-    def _need(self, pos: int, size: int, what: str, path: str) -> None:
+    def _need(self, pos: int, size: int, what: str, path: str, at: int | None = None) -> None:
+        """Fail unless bytes [pos, pos+size) are inside the buffer; `at` is the byte to blame (default pos)."""
         if pos < 0 or pos + size > self.n:
-            self.fail(f"{what} out of bounds (needs bytes {pos}..{pos + size}, buffer has {self.n})", pos, path)
+            where = pos if at is None else at
+            self.fail(f"{what} out of bounds (needs bytes {pos}..{pos + size}, buffer has {self.n})", where, path)
 
     def follow(self, pos: int, path: str) -> int:
         """Read the uoffset stored at `pos` and return the absolute position it points to."""
@@ -122,11 +124,11 @@ class _Walker:
             self.trace.append(("vlen", pos))
         count = _U32(self.buf, pos)[0]
         if elem[0] in ("scalar", "enum"):
-            self._need(pos + 4, count * _SIZE[elem[1]], f"vector of {count} elements", path)
+            self._need(pos + 4, count * _SIZE[elem[1]], f"vector of {count} elements", path, at=pos)
             return
-        self._need(pos + 4, count * 4, f"vector of {count} offsets", path)
+        self._need(pos + 4, count * 4, f"vector of {count} offsets", path, at=pos)
         if count > self.budget:
-            self.fail(f"vector of {count} objects exceeds what the buffer can hold", pos, path)
+            self.fail(f"too many objects: vector of {count} exceeds the budget left for this buffer", pos, path)
         for i in range(count):
             self.value(self.follow(pos + 4 + 4 * i, path), elem, f"{path}[{i}]", depth)
 
@@ -135,7 +137,7 @@ class _Walker:
         if self.trace is not None:
             self.trace.append(("vlen", pos))
         count = _U32(self.buf, pos)[0]
-        self._need(pos + 4, count + 1, f"string of {count} bytes", path)
+        self._need(pos + 4, count + 1, f"string of {count} bytes", path, at=pos)
         if self.buf[pos + 4 + count] != 0:
             self.fail("string without NUL terminator", pos + 4 + count, path)
         try:

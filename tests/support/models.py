@@ -1,0 +1,110 @@
+"""Models built in code for the tests (no binary fixtures): ONNX graphs with onnx.helper, nets with the object API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from mnnpy.schema import mnn_generated as fb
+
+
+def interop_onnx(path: Path, seed: int = 0) -> Path:
+    """The spine's interop model, input x [1,3,8,8] -> y [1,64,10].
+
+    Ops: Conv, BatchNormalization, Relu, depthwise Conv, Add, MaxPool, Concat, Resize, Reshape, Transpose,
+    LayerNormalization, MatMul, Softmax.
+    """
+    import onnx
+    from onnx import TensorProto
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    rng = np.random.default_rng(seed)
+
+    def f32(name: str, arr: np.ndarray) -> onnx.TensorProto:
+        return nh.from_array(np.asarray(arr, np.float32), name)
+
+    nodes = [
+        h.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        h.make_node("BatchNormalization", ["c1", "g", "bb", "m", "v"], ["bn"]),
+        h.make_node("Relu", ["bn"], ["r1"]),
+        h.make_node("Conv", ["r1", "wd"], ["dw"], group=8, pads=[1, 1, 1, 1]),
+        h.make_node("Add", ["r1", "dw"], ["add"]),
+        h.make_node("MaxPool", ["add"], ["mp"], kernel_shape=[2, 2], strides=[2, 2]),
+        h.make_node("Concat", ["mp", "mp"], ["cat"], axis=1),
+        h.make_node("Resize", ["cat", "", "sc"], ["rs"], mode="linear"),
+        h.make_node("Reshape", ["rs", "shp"], ["rsh"]),
+        h.make_node("Transpose", ["rsh"], ["tr"], perm=[0, 2, 1]),
+        h.make_node("LayerNormalization", ["tr", "lg", "lb"], ["ln"], axis=-1),
+        h.make_node("MatMul", ["ln", "mw"], ["mm"]),
+        h.make_node("Softmax", ["mm"], ["y"], axis=-1),
+    ]
+    inits = [
+        f32("w1", rng.normal(size=(8, 3, 3, 3))), f32("b1", rng.normal(size=8)), f32("g", rng.random(8) + 0.5),
+        f32("bb", rng.normal(size=8)), f32("m", rng.normal(size=8)), f32("v", rng.random(8) + 0.5),
+        f32("wd", rng.normal(size=(8, 1, 3, 3))), f32("sc", [1, 1, 2, 2]),
+        nh.from_array(np.array([1, 16, 64], np.int64), "shp"), f32("lg", rng.random(16) + 0.5),
+        f32("lb", rng.normal(size=16)), f32("mw", rng.normal(size=(16, 10))),
+    ]
+    graph = h.make_graph(nodes, "interop", [h.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                         [h.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64, 10])], inits)
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+    return path
+
+
+def _op(op_type: int, name: str, inputs: list[int], outputs: list[int], param_type: int = 0,
+        param: object = None) -> fb.OpT:
+    op = fb.OpT()
+    op.type, op.name, op.inputIndexes, op.outputIndexes = op_type, name, inputs, outputs
+    op.mainType, op.main = param_type, param
+    return op
+
+
+def scratch_cnn(seed: int = 0) -> tuple[fb.NetT, dict[str, np.ndarray]]:
+    """Input [1,3,8,8] -> Convolution 3x3 pad 1 (relu) -> MaxPool 2x2 -> Softmax over channels, random weights.
+
+    Returns the net and its weights (`w` [4,3,3,3], `b` [4]) for a numpy reference.
+    """
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=(4, 3, 3, 3)).astype(np.float32)
+    b = rng.normal(size=4).astype(np.float32)
+    inp = fb.InputT()
+    inp.dims, inp.dtype, inp.dformat = [1, 3, 8, 8], fb.DataType.DT_FLOAT, fb.MNN_DATA_FORMAT.NC4HW4
+    common = fb.Convolution2DCommonT()
+    common.kernelX = common.kernelY = 3
+    common.padX = common.padY = 1
+    common.inputCount, common.outputCount, common.relu = 3, 4, True
+    conv = fb.Convolution2DT()
+    conv.common, conv.weight, conv.bias = common, w.ravel(), b
+    pool = fb.PoolT()
+    pool.kernelX = pool.kernelY = pool.strideX = pool.strideY = 2
+    pool.type, pool.ceilModel = fb.PoolType.MAXPOOL, False
+    axis = fb.AxisT()
+    axis.axis = 1
+    net = fb.NetT()
+    net.tensorName = ["x", "conv", "pool", "y"]
+    net.oplists = [
+        _op(fb.OpType.Input, "x", [], [0], fb.OpParameter.Input, inp),
+        _op(fb.OpType.Convolution, "conv", [0], [1], fb.OpParameter.Convolution2D, conv),
+        _op(fb.OpType.Pooling, "pool", [1], [2], fb.OpParameter.Pool, pool),
+        _op(fb.OpType.Softmax, "y", [2], [3], fb.OpParameter.Axis, axis),
+    ]
+    net.outputName = ["y"]
+    net.sourceType = fb.NetSource.ONNX
+    net.bizCode = "mnnpy"
+    return net, {"w": w, "b": b}
+
+
+def scratch_cnn_reference(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """numpy reference for `scratch_cnn` (float64 math)."""
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    windows = np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(2, 3))  # N,C,H,W,3,3
+    conv = np.einsum("nchwij,ocij->nohw", windows, w.astype(np.float64)) + b[None, :, None, None]
+    relu = np.maximum(conv, 0)
+    n, c, hh, ww = relu.shape
+    pool = relu.reshape(n, c, hh // 2, 2, ww // 2, 2).max(axis=(3, 5))
+    e = np.exp(pool - pool.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
