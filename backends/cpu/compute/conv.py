@@ -1,0 +1,75 @@
+"""CPU convolution entry point: resolve parameters, plan with the strategy, build the chosen kernel.
+
+All weight work (GEMM packing, Winograd ``G g Gᵀ``, group layouts, scratch and index views) happens in
+``make_conv2d_kernel``; the returned kernel's ``run`` only does per-input math on NC4HW4 arrays.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mnnpy.core.strategy import ConvPlan, plan_conv2d
+
+from .common import COUNTERS, Conv2DKernel, Conv2DParams, conv2d_output_shape, conv2d_params
+from .deconv import DeconvKernel
+from .depthwise import DepthwiseKernel
+from .gemm import Gemm1x1Kernel
+from .im2col import Im2ColKernel
+from .winograd import WinogradKernel
+
+__all__ = ["COUNTERS", "Conv2DKernel", "Conv2DParams", "ConvPlan", "conv2d_output_shape", "conv2d_params",
+           "conv_weights", "make_conv2d_kernel"]
+
+_KERNELS: dict[str, type[Conv2DKernel]] = {
+    "gemm1x1": Gemm1x1Kernel, "strassen": Gemm1x1Kernel, "winograd": WinogradKernel, "im2col": Im2ColKernel,
+    "depthwise": DepthwiseKernel, "deconv": DeconvKernel,
+}
+
+
+def conv_weights(conv: Any, params: Conv2DParams) -> tuple[np.ndarray, np.ndarray]:
+    """Float32 weight (in the op's stored layout) and bias of a ``Convolution2DT``.
+
+    Raises:
+        NotImplementedError: for weight-quantised (IDSTQuan) models, not decoded yet.
+        ValueError: when the weight size does not match the parameters.
+    """
+    (kh, kw), g = params.kernel, params.group
+    ic, oc = params.in_channels, params.out_channels
+    shape = (ic, oc // g, kh, kw) if params.transposed else (oc, ic // g, kh, kw)
+    weight = np.asarray(conv.weight if conv.weight is not None else [], dtype=np.float32)
+    if weight.size == 0 and getattr(conv, "quanParameter", None) is not None:
+        raise NotImplementedError("weight-quantised convolution (quanParameter) is not supported yet")
+    if weight.size != int(np.prod(shape)):
+        raise ValueError(f"convolution weight has {weight.size} values, expected {shape}")
+    bias = np.zeros(oc, dtype=np.float32)
+    if conv.bias is not None and len(conv.bias):
+        bias[:] = np.asarray(conv.bias, dtype=np.float32).reshape(oc)
+    return weight.reshape(shape), bias
+
+
+def make_conv2d_kernel(conv: Any, op_type: int, in_shape_nchw: tuple, threads: int = 1,
+                       force: str | None = None) -> Conv2DKernel:
+    """Plan and prepare one 2-D convolution for a fixed NCHW input shape.
+
+    Args:
+        conv: the op's ``fb.Convolution2DT``.
+        op_type: fb.OpType Convolution (12), ConvolutionDepthwise (13), Deconvolution (17) or
+            DeconvolutionDepthwise (18).
+        in_shape_nchw: input shape (N, C, H, W).
+        threads: thread count given to the cost model.
+        force: algorithm override for tests ("im2col", "winograd:2|4|6", "gemm1x1", "strassen[:depth]",
+            "depthwise", "deconv").
+
+    Returns:
+        A kernel with ``out_shape``, ``plan`` and ``run(x_nc4hw4, out_nc4hw4)``.
+
+    Raises:
+        ValueError: on inconsistent parameters or an override that cannot run this convolution.
+    """
+    shape = tuple(int(v) for v in in_shape_nchw)
+    params = conv2d_params(conv, op_type, shape)
+    weight, bias = conv_weights(conv, params)
+    plan = plan_conv2d(params, shape, threads=threads, force=force)
+    return _KERNELS[plan.algorithm](params, plan, shape, weight, bias)

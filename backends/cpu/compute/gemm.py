@@ -1,0 +1,133 @@
+"""GEMM kernels: numpy/BLAS matmul and a Strassen-Winograd GEMM with scratch preallocated at make time.
+
+The Strassen schedule is the 7-multiply, 15-addition Strassen-Winograd variant, written so that the four
+quadrants of C serve as accumulators and each level needs only three temporaries (mnn-facts §6). Block sizes
+and the recursion depth come from ``mnnpy.core.strategy`` (MNN's traffic test), so the sub-blocks are the ones
+MNN would use; leftover rows/columns that do not fit the even split are computed by plain GEMMs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mnnpy.core.strategy import ConvPlan, strassen_split
+
+from .common import COUNTERS, Conv2DKernel, Conv2DParams, ceil4, from_nc4hw4, gather_groups, scatter_groups
+
+
+def gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """``out[...] = a @ b`` through BLAS, without allocating the result."""
+    np.matmul(a, b, out=out)
+
+
+class StrassenGemm:
+    """A fixed-shape ``(e x l) @ (l x h)`` Strassen GEMM; all scratch is allocated in ``__init__``.
+
+    Args:
+        e: rows of A and C.
+        l_dim: columns of A, rows of B.
+        h: columns of B and C.
+        depth: number of Strassen levels (0 = plain GEMM); levels that cannot split stop early.
+        dtype: element type of the scratch buffers.
+    """
+
+    def __init__(self, e: int, l_dim: int, h: int, depth: int, dtype: np.dtype | type = np.float32) -> None:
+        self.shape = (e, l_dim, h)
+        self.levels: list[tuple[int, int, int, np.ndarray, np.ndarray, np.ndarray]] = []
+        for _ in range(depth):
+            e_sub, h_sub, l_sub = strassen_split(e, l_dim, h)
+            if e_sub == 0 or h_sub == 0 or l_sub == 0 or l_dim % 2:
+                break
+            scratch_a = np.empty((e_sub, l_sub), dtype)
+            scratch_b = np.empty((l_sub, h_sub), dtype)
+            scratch_c = np.empty((e_sub, h_sub), dtype)
+            self.levels.append((e_sub, l_sub, h_sub, scratch_a, scratch_b, scratch_c))
+            e, l_dim, h = e_sub, l_sub, h_sub
+
+    @property
+    def depth(self) -> int:
+        """Levels of recursion actually used."""
+        return len(self.levels)
+
+    def __call__(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+        """Compute ``out[...] = a @ b`` (2-D operands of the shape given at construction)."""
+        if a.shape[0] != self.shape[0] or a.shape[1] != self.shape[1] or b.shape[1] != self.shape[2]:
+            raise ValueError(f"StrassenGemm{self.shape} called with {a.shape} @ {b.shape}")
+        self._level(0, a, b, out)
+
+    def _level(self, level: int, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+        if level >= len(self.levels):
+            np.matmul(a, b, out=c)
+            return
+        es, ls, hs, sa, tb, m = self.levels[level]
+        a11, a12, a21, a22 = a[:es, :ls], a[:es, ls:], a[es : 2 * es, :ls], a[es : 2 * es, ls:]
+        b11, b12, b21, b22 = b[:ls, :hs], b[:ls, hs : 2 * hs], b[ls:, :hs], b[ls:, hs : 2 * hs]
+        c11, c12, c21, c22 = c[:es, :hs], c[:es, hs : 2 * hs], c[es : 2 * es, :hs], c[es : 2 * es, hs : 2 * hs]
+        nxt = level + 1
+        self._level(nxt, a11, b11, m)  # P1
+        self._level(nxt, a12, b21, c11)  # P2
+        c11 += m  # C11 = P1 + P2
+        np.subtract(a11, a21, out=sa)  # S3
+        np.subtract(b22, b12, out=tb)  # T3
+        self._level(nxt, sa, tb, c21)  # P7
+        np.add(a21, a22, out=sa)  # S1
+        np.subtract(b12, b11, out=tb)  # T1
+        self._level(nxt, sa, tb, c22)  # P5
+        sa -= a11  # S2 = S1 - A11
+        np.subtract(b22, tb, out=tb)  # T2 = B22 - T1
+        self._level(nxt, sa, tb, c12)  # P6
+        c12 += m  # U2 = P1 + P6
+        c21 += c12  # U3 = U2 + P7
+        c12 += c22  # U4 = U2 + P5
+        c22 += c21  # C22 = U3 + P5
+        np.subtract(a12, sa, out=sa)  # S4 = A12 - S2
+        self._level(nxt, sa, b22, m)  # P3
+        c12 += m  # C12 = U4 + P3
+        tb -= b21  # T4 = T2 - B21
+        self._level(nxt, a22, tb, m)  # P4
+        c21 -= m  # C21 = U3 - P4
+        e, h = c.shape
+        if e > 2 * es:
+            np.matmul(a[2 * es :], b, out=c[2 * es :])
+        if h > 2 * hs:
+            np.matmul(a[: 2 * es], b[:, 2 * hs :], out=c[: 2 * es, 2 * hs :])
+
+
+class Gemm1x1Kernel(Conv2DKernel):
+    """1x1, stride-1, unpadded convolution: one (Strassen) GEMM ``[N*H*W, Cp] @ [Cp, OCp]`` (batched over groups)."""
+
+    def __init__(self, params: Conv2DParams, plan: ConvPlan, in_shape: tuple[int, ...], weight: np.ndarray,
+                 bias: np.ndarray) -> None:
+        super().__init__(params, plan, in_shape, bias)
+        n, c, h, w = self.in_shape
+        oc, g = params.out_channels, params.group
+        cp, ocp = ceil4(c), ceil4(oc)
+        icg, ocg = c // g, oc // g
+        m = n * h * w
+        self.x_nhwc = np.empty((n, h, w, cp // 4, 4), dtype=np.float32)
+        self.x_mat = self.x_nhwc.reshape(m, cp)
+        self.y = np.zeros((n, h, w, ocp), dtype=np.float32)
+        self.y_mat = self.y.reshape(m, ocp)
+        wg = weight.reshape(g, ocg, icg)
+        if g == 1:
+            self.weight = np.zeros((cp, ocp), dtype=np.float32)
+            self.weight[:c, :oc] = wg[0].T
+            self.x_groups = self.y_groups = None
+        else:
+            self.weight = np.ascontiguousarray(wg.transpose(0, 2, 1), dtype=np.float32)
+            self.x_groups = gather_groups(self.x_mat, c, g)
+            self.y_groups = np.empty((g, m, ocg), dtype=np.float32)
+        self.strassen = StrassenGemm(m, cp, ocp, plan.strassen_depth) if plan.algorithm == "strassen" else None
+        COUNTERS["weight_transforms"] += 1
+
+    def run(self, x: np.ndarray, out: np.ndarray) -> None:
+        """Convolve NC4HW4 ``x`` into NC4HW4 ``out``."""
+        np.copyto(self.x_nhwc, from_nc4hw4(x))
+        if self.x_groups is not None:
+            np.matmul(self.x_groups, self.weight, out=self.y_groups)
+            scatter_groups(self.y_groups, self.y_mat, self.params.out_channels)
+        elif self.strassen is not None:
+            self.strassen(self.x_mat, self.weight, self.y_mat)
+        else:
+            np.matmul(self.x_mat, self.weight, out=self.y_mat)
+        self._store_nhwc(self.y, out)

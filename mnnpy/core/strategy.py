@@ -1,0 +1,203 @@
+"""Convolution strategy: MNN's analytic cost models, as pure functions over shapes (mnn-facts §2.5, §5, §6).
+
+``plan_conv2d`` chooses, per convolution and input shape, between 1x1 GEMM (optionally Strassen), Winograd
+F(u, k), im2col GEMM, the depthwise kernel and the deconvolution kernel. It needs no arrays, so the session can
+call it at resize time and report the costs it compared (``session.info()``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Protocol
+
+ALGORITHMS = ("gemm1x1", "strassen", "winograd", "im2col", "depthwise", "deconv")
+WINOGRAD_ALPHAS = (4, 6, 8)  # alpha = u + k - 1 values with MNN destination-transform kernels
+WINOGRAD_MAX_FORCED_ALPHA = 10  # forcing may go beyond MNN's set; numerical error grows with alpha
+STRASSEN_MAX_DEPTH = 5
+STRASSEN_PENALTY = 1.5
+# Generic MNN matmul packing (eP, lP, hP) and the NC4HW4 pack P; they enter Strassen's recursion test.
+E_PACK, L_PACK, H_PACK, PACK = 16, 1, 4, 4
+
+
+class ConvShape(Protocol):
+    """What the planner reads from ``backends.cpu.compute.conv.Conv2DParams``."""
+
+    kernel: tuple[int, int]
+    stride: tuple[int, int]
+    dilation: tuple[int, int]
+    group: int
+    in_channels: int
+    out_channels: int
+    transposed: bool
+
+
+@dataclass(frozen=True)
+class ConvPlan:
+    """The algorithm chosen for one convolution and why.
+
+    Attributes:
+        algorithm: one of ``ALGORITHMS``.
+        unit: Winograd output tile u for F(u, k), else None.
+        costs: the costs compared (name -> number), for reports.
+        reason: one line explaining the choice.
+        strassen_depth: recursion depth of the Strassen GEMM (0 = plain GEMM).
+    """
+
+    algorithm: str
+    unit: int | None = None
+    costs: dict[str, float] = field(default_factory=dict)
+    reason: str = ""
+    strassen_depth: int = 0
+
+
+def strassen_should_recurse(e: int, l_dim: int, h: int) -> bool:
+    """MNN's one-level test: recurse when the saved sub-multiply traffic beats 1.5x the extra additions.
+
+    Args:
+        e: rows of A and C (plane size for a 1x1 conv).
+        l_dim: the reduced dimension (input channels).
+        h: columns of B and C (output channels).
+
+    Returns:
+        True when one more Strassen level is worth it.
+    """
+    e_sub, h_sub, l_sub = strassen_split(e, l_dim, h)
+    if e_sub == 0 or h_sub == 0 or l_dim % (2 * PACK) != 0 or l_dim % (2 * L_PACK) != 0:
+        return False
+    save_matmul = (e / E_PACK) * (E_PACK * h_sub + l_sub * E_PACK + l_sub * h_sub)
+    extra = 4 * e_sub * l_sub + 4 * l_sub * h_sub + 7 * e_sub * h_sub
+    return save_matmul - extra * STRASSEN_PENALTY > 0
+
+
+def strassen_split(e: int, l_dim: int, h: int) -> tuple[int, int, int]:
+    """Sub-block sizes (eSub, hSub, lSub) of one Strassen level, aligned as MNN aligns them."""
+    hp = max(H_PACK, PACK)
+    return (e // E_PACK // 2) * E_PACK, (h // hp // 2) * hp, l_dim // 2
+
+
+def strassen_depth(e: int, l_dim: int, h: int, max_depth: int = STRASSEN_MAX_DEPTH) -> int:
+    """Number of Strassen levels MNN's recursion rule takes for an (e x l_dim) @ (l_dim x h) product."""
+    depth = 0
+    while depth < max_depth and strassen_should_recurse(e, l_dim, h):
+        e, h, l_dim = strassen_split(e, l_dim, h)
+        depth += 1
+    return depth
+
+
+def winograd_cost(ic: int, oc: int, oh: int, ow: int, k: int, unit: int) -> float:
+    """MNN's Winograd cost: input transform + batched GEMM over alpha^2 + output transform, all tiles."""
+    a = unit + k - 1
+    tiles = math.ceil(ow / unit) * math.ceil(oh / unit)
+    return float((2 * a * a * a * ic + 2 * a * a * ic * oc + (a + unit) * unit * 2 * a * oc) * tiles)
+
+
+def winograd_memory(ic: int, oc: int, n: int, oh: int, ow: int, k: int, unit: int) -> int:
+    """Bytes of float32 scratch the numpy Winograd needs (transformed weights + tile buffers); reported only."""
+    a = unit + k - 1
+    icp, ocp = 4 * math.ceil(ic / 4), 4 * math.ceil(oc / 4)
+    tiles = n * math.ceil(oh / unit) * math.ceil(ow / unit)
+    return 4 * (a * a * icp * ocp + 3 * a * a * tiles * icp + 2 * a * a * tiles * ocp)
+
+
+def winograd_units(k: int, oh: int, ow: int, threads: int = 1) -> list[int]:
+    """Candidate output tiles u for a k x k kernel: MNN's 2..maxUnit with alpha in {4, 6, 8}."""
+    max_unit = min(max(math.isqrt(math.ceil(ow * oh / max(threads, 1))), 2), 8)
+    return [u for u in range(2, max_unit + 1) if u + k - 1 in WINOGRAD_ALPHAS]
+
+
+def _out_hw(params: ConvShape, in_shape: tuple[int, ...], pads: tuple[int, int, int, int]) -> tuple[int, int]:
+    (kh, kw), (sh, sw), (dh, dw) = params.kernel, params.stride, params.dilation
+    h, w = in_shape[2], in_shape[3]
+    oh = (h + pads[0] + pads[2] - (kh - 1) * dh - 1) // sh + 1
+    ow = (w + pads[1] + pads[3] - (kw - 1) * dw - 1) // sw + 1
+    return oh, ow
+
+
+def plan_conv2d(params: ConvShape, in_shape: tuple[int, ...], threads: int = 1, force: str | None = None) -> ConvPlan:
+    """Choose the convolution algorithm with MNN's cost model.
+
+    Args:
+        params: resolved convolution parameters (``Conv2DParams``; needs ``pads`` for the output size).
+        in_shape: NCHW input shape.
+        threads: thread count (affects Winograd's maxUnit).
+        force: optional override: "im2col", "gemm1x1", "strassen", "depthwise", "deconv", "winograd" or
+            "winograd:U".
+
+    Returns:
+        The plan.
+
+    Raises:
+        ValueError: when ``force`` names an unknown algorithm or one that cannot run this convolution.
+    """
+    kh, kw = params.kernel
+    g, ic, oc = params.group, params.in_channels, params.out_channels
+    pads = getattr(params, "pads", (0, 0, 0, 0))
+    if params.transposed:
+        if force not in (None, "deconv"):
+            raise ValueError(f"transposed convolution runs only as 'deconv', not {force!r}")
+        return ConvPlan("deconv", reason="Deconvolution: GEMM then col2im scatter-add")
+    oh, ow = _out_hw(params, in_shape, pads)
+    icg, ocg = ic // g, oc // g
+    origin = float(ow * oh * 2 * icg * ocg * kh * kw * g)
+    costs: dict[str, float] = {"direct": origin}
+    depthwise_ok = g == ic == oc and (g > 1 or (kh, kw) != (1, 1))  # 1 channel: direct taps beat GEMMs
+    is_1x1 = (kh, kw) == (1, 1) and params.stride == (1, 1) and pads == (0, 0, 0, 0)
+    winograd_ok = kh == kw and kh > 1 and params.stride == (1, 1) and params.dilation == (1, 1)
+    if force is not None:
+        return _forced(force, params, in_shape, costs, depthwise_ok, is_1x1, winograd_ok, (oh, ow))
+    if depthwise_ok:
+        return ConvPlan("depthwise", costs=costs, reason="group == in == out channels: per-channel taps")
+    if is_1x1:
+        depth = strassen_depth(in_shape[0] * oh * ow, icg, ocg) if g == 1 else 0
+        costs["strassen_depth"] = float(depth)
+        if depth:
+            return ConvPlan("strassen", costs=costs, strassen_depth=depth,
+                            reason=f"1x1 s1: Strassen saves traffic for {depth} level(s)")
+        return ConvPlan("gemm1x1", costs=costs, reason="1x1 s1 no pad: plain GEMM (Strassen test says no)")
+    if winograd_ok:
+        best, best_rate = 0, 0.0
+        for u in winograd_units(kh, oh, ow, threads):
+            cost = winograd_cost(icg, ocg, oh, ow, kh, u) * g
+            costs[f"winograd:{u}"] = cost
+            costs[f"winograd:{u}:bytes"] = float(winograd_memory(ic, oc, in_shape[0], oh, ow, kh, u))
+            if origin / cost > best_rate:
+                best, best_rate = u, origin / cost
+        if best and best_rate > 1.0:
+            return ConvPlan("winograd", unit=best, costs=costs,
+                            reason=f"F({best},{kh}): direct/winograd cost rate {best_rate:.2f} > 1")
+        return ConvPlan("im2col", costs=costs, reason=f"best Winograd rate {best_rate:.2f} <= 1")
+    return ConvPlan("im2col", costs=costs, reason="not 1x1 s1 and not Winograd-eligible (stride/dilation/shape)")
+
+
+def _forced(force: str, params: ConvShape, in_shape: tuple[int, ...], costs: dict[str, float], depthwise_ok: bool,
+            is_1x1: bool, winograd_ok: bool, out_hw: tuple[int, int]) -> ConvPlan:
+    name, _, arg = force.partition(":")
+    reason = f"forced {force!r}"
+    if name == "im2col" and not arg:
+        return ConvPlan("im2col", costs=costs, reason=reason)
+    if name == "depthwise" and not arg and depthwise_ok:
+        return ConvPlan("depthwise", costs=costs, reason=reason)
+    if name in ("gemm1x1", "strassen") and is_1x1:
+        if name == "gemm1x1" and not arg:
+            return ConvPlan("gemm1x1", costs=costs, reason=reason)
+        if params.group == 1:
+            if arg and not arg.isdigit():
+                raise ValueError(f"bad Strassen depth in {force!r}")
+            depth = int(arg) if arg else max(1, strassen_depth(in_shape[0] * out_hw[0] * out_hw[1],
+                                                              params.in_channels, params.out_channels))
+            return ConvPlan("strassen", costs=costs, reason=reason, strassen_depth=min(depth, STRASSEN_MAX_DEPTH))
+    if name == "winograd" and winograd_ok:
+        k = params.kernel[0]
+        if not arg:
+            units = winograd_units(k, *out_hw) or [2]
+            unit = min(units, key=lambda u: winograd_cost(params.in_channels, params.out_channels, *out_hw, k, u))
+        elif arg.isdigit():
+            unit = int(arg)
+        else:
+            raise ValueError(f"bad Winograd unit in {force!r}")
+        if unit < 1 or unit + k - 1 > WINOGRAD_MAX_FORCED_ALPHA:
+            raise ValueError(f"Winograd F({unit},{k}) needs alpha = u + k - 1 <= {WINOGRAD_MAX_FORCED_ALPHA}")
+        return ConvPlan("winograd", unit=unit, costs=costs, reason=reason)
+    raise ValueError(f"cannot force {force!r} for this convolution (kernel {params.kernel}, stride {params.stride}, "
+                     f"dilation {params.dilation}, group {params.group})")

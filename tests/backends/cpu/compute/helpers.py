@@ -1,0 +1,105 @@
+"""Test helpers: build Convolution2DT ops and a direct (obviously correct) float64 numpy convolution."""
+
+from __future__ import annotations
+
+import numpy as np
+from mnnpy.backends.cpu.compute.conv import make_conv2d_kernel
+from mnnpy.backends.cpu.compute.nc4hw4 import pack_nc4hw4, packed_shape, unpack_nc4hw4
+from mnnpy.schema import mnn_generated as fb
+
+
+def make_conv(ic: int, oc: int, k: tuple[int, int], *, stride: tuple[int, int] = (1, 1),
+              dilation: tuple[int, int] = (1, 1), pads: tuple[int, int, int, int] | None = None, pad_mode: int = 0,
+              group: int = 1, relu: bool = False, relu6: bool = False, transposed: bool = False,
+              out_pads: tuple[int, int] | None = None, seed: int = 0) -> fb.Convolution2DT:
+    """A Convolution2DT with random weights in the layout MNN stores for the op."""
+    rng = np.random.default_rng(seed)
+    common = fb.Convolution2DCommonT()
+    common.kernelY, common.kernelX = k
+    common.strideY, common.strideX = stride
+    common.dilateY, common.dilateX = dilation
+    common.padMode, common.group, common.outputCount, common.inputCount = pad_mode, group, oc, ic
+    common.relu, common.relu6 = relu, relu6
+    if pads is not None:
+        common.pads = list(pads)
+        common.padY, common.padX = pads[0], pads[1]
+    if out_pads is not None:
+        common.outPads = list(out_pads)
+    conv = fb.Convolution2DT()
+    conv.common = common
+    shape = (ic, oc // group, *k) if transposed else (oc, ic // group, *k)
+    conv.weight = rng.standard_normal(shape).astype(np.float32).ravel()
+    conv.bias = rng.standard_normal(oc).astype(np.float32)
+    return conv
+
+
+def reference_conv(x: np.ndarray, conv: fb.Convolution2DT, params: object) -> np.ndarray:
+    """Direct convolution (float64) with resolved pads; loops over kernel taps only."""
+    (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr) = params.kernel, params.stride, params.dilation, params.pads
+    g, ic, oc = params.group, params.in_channels, params.out_channels
+    w = np.asarray(conv.weight, np.float64).reshape(oc, ic // g, kh, kw)
+    n, _, h, wd = x.shape
+    xp = np.zeros((n, ic, h + pt + pb, wd + pl + pr))
+    xp[:, :, pt : pt + h, pl : pl + wd] = x
+    oh = (h + pt + pb - (kh - 1) * dh - 1) // sh + 1
+    ow = (wd + pl + pr - (kw - 1) * dw - 1) // sw + 1
+    out = np.zeros((n, oc, oh, ow))
+    icg, ocg = ic // g, oc // g
+    for gi in range(g):
+        for i in range(kh):
+            for j in range(kw):
+                patch = xp[:, gi * icg : (gi + 1) * icg, i * dh : i * dh + (oh - 1) * sh + 1 : sh,
+                           j * dw : j * dw + (ow - 1) * sw + 1 : sw]
+                wij = w[gi * ocg : (gi + 1) * ocg, :, i, j]
+                out[:, gi * ocg : (gi + 1) * ocg] += np.einsum("nchw,oc->nohw", patch, wij)
+    return _finish(out, conv, params)
+
+
+def reference_deconv(x: np.ndarray, conv: fb.Convolution2DT, params: object) -> np.ndarray:
+    """Direct transposed convolution (float64): scatter every input pixel through the kernel, then crop."""
+    (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr) = params.kernel, params.stride, params.dilation, params.pads
+    g, ic, oc = params.group, params.in_channels, params.out_channels
+    icg, ocg = ic // g, oc // g
+    w = np.asarray(conv.weight, np.float64).reshape(ic, ocg, kh, kw)
+    n, _, h, wd = x.shape
+    full_h = (h - 1) * sh + (kh - 1) * dh + 1 + params.out_pads[0]
+    full_w = (wd - 1) * sw + (kw - 1) * dw + 1 + params.out_pads[1]
+    full = np.zeros((n, oc, full_h, full_w))
+    for gi in range(g):
+        xs = x[:, gi * icg : (gi + 1) * icg].astype(np.float64)
+        for i in range(kh):
+            for j in range(kw):
+                contrib = np.einsum("nchw,co->nohw", xs, w[gi * icg : (gi + 1) * icg, :, i, j])
+                full[:, gi * ocg : (gi + 1) * ocg, i * dh : i * dh + (h - 1) * sh + 1 : sh,
+                     j * dw : j * dw + (wd - 1) * sw + 1 : sw] += contrib
+    oh, ow = full_h - pt - pb, full_w - pl - pr
+    return _finish(full[:, :, pt : pt + oh, pl : pl + ow], conv, params)
+
+
+def _finish(out: np.ndarray, conv: fb.Convolution2DT, params: object) -> np.ndarray:
+    out = out + np.asarray(conv.bias, np.float64).reshape(1, -1, 1, 1)
+    if params.relu6:
+        out = np.clip(out, 0, 6)
+    elif params.relu:
+        out = np.maximum(out, 0)
+    return out
+
+
+def run_kernel(conv: fb.Convolution2DT, op_type: int, x: np.ndarray, force: str | None = None,
+               threads: int = 1) -> tuple[np.ndarray, object]:
+    """Make a kernel, run it on NC4HW4 input into a garbage-filled NC4HW4 output; return (NCHW result, kernel)."""
+    kernel = make_conv2d_kernel(conv, op_type, x.shape, threads=threads, force=force)
+    out = np.full(packed_shape(kernel.out_shape), np.nan, dtype=np.float32)
+    kernel.run(pack_nc4hw4(x), out)
+    oc = kernel.out_shape[1]
+    if oc % 4:
+        assert not out[:, -1, ..., oc % 4 :].any(), "padded output channels must be zero"
+    return unpack_nc4hw4(out, oc), kernel
+
+
+def assert_close(actual: np.ndarray, expected: np.ndarray, rtol: float = 1e-4) -> None:
+    """Relative error against the reference's scale (max-norm), as the acceptance criterion states it."""
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    scale = max(float(np.abs(expected).max()), 1.0)
+    err = float(np.abs(actual.astype(np.float64) - expected).max())
+    assert err <= rtol * scale, f"max abs error {err:.3g} > {rtol} * {scale:.3g}"

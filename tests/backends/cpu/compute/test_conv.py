@@ -1,0 +1,171 @@
+"""Every convolution path, forced, against a direct numpy convolution on awkward shapes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from mnnpy.backends.cpu.compute.conv import COUNTERS, conv2d_output_shape, conv2d_params
+from mnnpy.schema import mnn_generated as fb
+
+from .helpers import assert_close, make_conv, reference_conv, reference_deconv, run_kernel
+
+CONV, DW, DECONV, DECONV_DW = 12, 13, 17, 18
+SAME, VALID, CAFFE = fb.PadMode.SAME, fb.PadMode.VALID, fb.PadMode.CAFFE
+
+
+def check(conv: fb.Convolution2DT, op_type: int, x_shape: tuple[int, ...], force: str | None, seed: int = 1) -> str:
+    x = np.random.default_rng(seed).standard_normal(x_shape).astype(np.float32)
+    got, kernel = run_kernel(conv, op_type, x, force=force)
+    params = conv2d_params(conv, op_type, x_shape)
+    ref = (reference_deconv if params.transposed else reference_conv)(x.astype(np.float64), conv, params)
+    assert kernel.out_shape == ref.shape == conv2d_output_shape(params, x_shape)
+    assert_close(got, ref)
+    return kernel.plan.algorithm
+
+
+IM2COL_CASES = [
+    # (ic, oc, k, stride, dilation, pads, pad_mode, group, relu, relu6, x_shape)
+    (1, 1, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), CAFFE, 1, False, False, (1, 1, 5, 7)),
+    (3, 13, (3, 3), (2, 2), (1, 1), None, SAME, 1, True, False, (2, 3, 9, 7)),
+    (13, 3, (3, 5), (1, 2), (2, 1), (0, 2, 1, 1), CAFFE, 1, False, True, (1, 13, 11, 9)),
+    (127, 5, (3, 3), (2, 1), (2, 2), None, VALID, 1, False, False, (1, 127, 9, 8)),
+    (12, 18, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), CAFFE, 3, True, False, (2, 12, 7, 5)),
+    (6, 6, (2, 3), (2, 2), (1, 2), None, SAME, 2, False, False, (1, 6, 8, 11)),
+    (13, 13, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), CAFFE, 13, False, True, (1, 13, 6, 5)),
+    (3, 6, (1, 1), (2, 2), (1, 1), None, VALID, 3, False, False, (1, 3, 7, 7)),
+    (4, 8, (7, 7), (2, 2), (1, 1), (3, 3, 3, 3), CAFFE, 1, True, False, (1, 4, 15, 13)),
+]
+
+
+@pytest.mark.parametrize("case", IM2COL_CASES)
+def test_im2col(case: tuple) -> None:
+    ic, oc, k, stride, dilation, pads, mode, group, relu, relu6, x_shape = case
+    conv = make_conv(ic, oc, k, stride=stride, dilation=dilation, pads=pads, pad_mode=mode, group=group, relu=relu,
+                     relu6=relu6)
+    assert check(conv, CONV, x_shape, "im2col") == "im2col"
+
+
+@pytest.mark.parametrize("unit", [2, 4, 6])
+@pytest.mark.parametrize(("ic", "oc", "x_hw", "mode", "group"),
+                         [(1, 3, (5, 7), CAFFE, 1), (13, 13, (9, 6), SAME, 1), (127, 6, (4, 5), VALID, 1),
+                          (6, 9, (7, 7), CAFFE, 3)])
+def test_winograd_3x3(unit: int, ic: int, oc: int, x_hw: tuple[int, int], mode: int, group: int) -> None:
+    conv = make_conv(ic, oc, (3, 3), pads=(1, 1, 1, 1) if mode == CAFFE else None, pad_mode=mode, group=group,
+                     relu=ic == 13)
+    assert check(conv, CONV, (2, ic, *x_hw), f"winograd:{unit}") == "winograd"
+
+
+@pytest.mark.parametrize("unit", [2, 4])
+def test_winograd_5x5(unit: int) -> None:
+    conv = make_conv(5, 7, (5, 5), pads=(2, 1, 2, 3), relu6=True)
+    assert check(conv, CONV, (1, 5, 11, 9), f"winograd:{unit}") == "winograd"
+
+
+def test_winograd_7x7_and_2x2() -> None:
+    assert check(make_conv(3, 4, (7, 7), pads=(3, 3, 3, 3)), CONV, (1, 3, 10, 9), "winograd:2") == "winograd"
+    assert check(make_conv(4, 5, (2, 2)), CONV, (1, 4, 8, 7), "winograd:3") == "winograd"
+
+
+@pytest.mark.parametrize(("ic", "oc", "group", "x_hw"), [(1, 1, 1, (3, 5)), (13, 3, 1, (5, 7)), (127, 13, 1, (3, 3)),
+                                                         (12, 8, 4, (5, 3))])
+@pytest.mark.parametrize("force", ["gemm1x1", None])
+def test_gemm1x1(ic: int, oc: int, group: int, x_hw: tuple[int, int], force: str | None) -> None:
+    conv = make_conv(ic, oc, (1, 1), group=group, relu=True)
+    assert check(conv, CONV, (2, ic, *x_hw), force) in ("gemm1x1", "strassen")
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_strassen_conv(depth: int) -> None:
+    conv = make_conv(64, 40, (1, 1), relu6=True)
+    kernel_algo = check(conv, CONV, (1, 64, 13, 11), f"strassen:{depth}")
+    assert kernel_algo == "strassen"
+
+
+@pytest.mark.parametrize(("c", "k", "stride", "dilation", "pads", "mode", "x_shape"),
+                         [(1, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), CAFFE, (1, 1, 5, 5)),
+                          (3, (3, 3), (2, 2), (1, 1), None, SAME, (2, 3, 9, 8)),
+                          (13, (5, 3), (1, 2), (2, 1), (2, 0, 1, 1), CAFFE, (1, 13, 11, 7)),
+                          (127, (3, 3), (1, 1), (2, 2), None, VALID, (1, 127, 7, 6))])
+def test_depthwise(c: int, k: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int], pads: tuple | None,
+                   mode: int, x_shape: tuple[int, ...]) -> None:
+    conv = make_conv(c, c, k, stride=stride, dilation=dilation, pads=pads, pad_mode=mode, group=c, relu6=c == 13)
+    assert check(conv, DW, x_shape, None) == "depthwise"
+    assert check(conv, CONV, x_shape, "depthwise") == "depthwise"
+    assert check(conv, CONV, x_shape, "im2col") == "im2col"
+
+
+@pytest.mark.parametrize(("ic", "oc", "k", "stride", "dilation", "pads", "mode", "group", "out_pads", "x_shape"),
+                         [(1, 1, (3, 3), (1, 1), (1, 1), (0, 0, 0, 0), CAFFE, 1, None, (1, 1, 4, 5)),
+                          (3, 13, (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), CAFFE, 1, (1, 1), (2, 3, 5, 4)),
+                          (13, 6, (4, 4), (2, 2), (1, 1), None, SAME, 1, None, (1, 13, 5, 6)),
+                          (12, 8, (3, 2), (2, 3), (2, 1), (1, 0, 2, 1), CAFFE, 4, (1, 2), (1, 12, 4, 3)),
+                          (127, 5, (2, 2), (2, 2), (1, 1), None, VALID, 1, None, (1, 127, 3, 3))])
+def test_deconv(ic: int, oc: int, k: tuple, stride: tuple, dilation: tuple, pads: tuple | None, mode: int, group: int,
+                out_pads: tuple | None, x_shape: tuple) -> None:
+    conv = make_conv(ic, oc, k, stride=stride, dilation=dilation, pads=pads, pad_mode=mode, group=group,
+                     transposed=True, out_pads=out_pads, relu=ic == 3)
+    assert check(conv, DECONV, x_shape, None) == "deconv"
+
+
+def test_deconv_depthwise() -> None:
+    conv = make_conv(5, 5, (3, 3), stride=(2, 2), pads=(1, 1, 1, 1), group=5, transposed=True)
+    assert check(conv, DECONV_DW, (1, 5, 4, 5), None) == "deconv"
+
+
+@settings(derandomize=True, max_examples=40, deadline=None)
+@given(ic=st.sampled_from([1, 2, 3, 5, 8, 13]), oc=st.sampled_from([1, 3, 4, 7, 13]), kh=st.integers(1, 4),
+       kw=st.integers(1, 4), sh=st.integers(1, 3), sw=st.integers(1, 3), dh=st.integers(1, 2), dw=st.integers(1, 2),
+       h=st.integers(1, 9), w=st.integers(1, 9), mode=st.sampled_from([CAFFE, VALID, SAME]),
+       pad=st.tuples(*[st.integers(0, 2)] * 4), relu=st.integers(0, 2))
+def test_random_shapes_all_paths(ic: int, oc: int, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int, h: int,
+                                 w: int, mode: int, pad: tuple, relu: int) -> None:
+    conv = make_conv(ic, oc, (kh, kw), stride=(sh, sw), dilation=(dh, dw), pads=pad, pad_mode=mode,
+                     relu=relu == 1, relu6=relu == 2)
+    shape = (1, ic, h, w)
+    params = conv2d_params(conv, CONV, shape)
+    try:
+        conv2d_output_shape(params, shape)
+    except ValueError:
+        return  # window larger than the padded input
+    check(conv, CONV, shape, "im2col")
+    check(conv, CONV, shape, None)
+    if kh == kw > 1 and (sh, sw) == (dh, dw) == (1, 1):
+        check(conv, CONV, shape, "winograd:2")
+    deconv = make_conv(ic, oc, (kh, kw), stride=(sh, sw), dilation=(dh, dw), pads=pad, pad_mode=mode,
+                       transposed=True, relu=relu == 1)
+    try:
+        conv2d_output_shape(conv2d_params(deconv, DECONV, shape), shape)
+    except ValueError:
+        return
+    check(deconv, DECONV, shape, None)
+
+
+@pytest.mark.parametrize(("k", "stride", "force"), [((3, 3), (2, 2), "winograd:2"), ((3, 3), (1, 1), "gemm1x1"),
+                                                     ((1, 1), (1, 1), "depthwise"), ((3, 3), (1, 1), "fft"),
+                                                     ((3, 3), (1, 1), "winograd:9"), ((3, 3), (1, 1), "winograd:x")])
+def test_invalid_force_raises(k: tuple, stride: tuple, force: str) -> None:
+    conv = make_conv(4, 4, k, stride=stride)
+    with pytest.raises(ValueError):
+        run_kernel(conv, CONV, np.zeros((1, 4, 6, 6), np.float32), force=force)
+
+
+@pytest.mark.parametrize("force", ["im2col", "winograd:4", "gemm1x1", "strassen:1", "depthwise", None])
+def test_weights_transformed_once(force: str | None) -> None:
+    k = (1, 1) if force in ("gemm1x1", "strassen:1") else (3, 3)
+    group = 16 if force == "depthwise" else 1
+    conv = make_conv(16, 16, k, pads=(1, 1, 1, 1) if k == (3, 3) else None, group=group)
+    from mnnpy.backends.cpu.compute.conv import make_conv2d_kernel
+    from mnnpy.backends.cpu.compute.nc4hw4 import pack_nc4hw4, packed_shape
+
+    before = COUNTERS["weight_transforms"]
+    kernel = make_conv2d_kernel(conv, CONV, (1, 16, 34, 34), force=force)
+    assert COUNTERS["weight_transforms"] == before + 1
+    x = pack_nc4hw4(np.random.default_rng(0).standard_normal((1, 16, 34, 34)).astype(np.float32))
+    out = np.empty(packed_shape(kernel.out_shape), np.float32)
+    kernel.run(x, out)
+    first = out.copy()
+    kernel.run(x, out)
+    assert COUNTERS["weight_transforms"] == before + 1
+    np.testing.assert_array_equal(out, first)

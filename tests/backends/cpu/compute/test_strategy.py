@@ -1,0 +1,77 @@
+"""The cost model: MNN's choices for typical shapes, and its Strassen/Winograd formulas."""
+
+from __future__ import annotations
+
+import pytest
+from mnnpy.backends.cpu.compute.common import Conv2DParams
+
+from mnnpy.core.strategy import (
+    plan_conv2d,
+    strassen_depth,
+    strassen_should_recurse,
+    winograd_cost,
+    winograd_units,
+)
+
+
+def params(k: int, stride: int = 1, ic: int = 64, oc: int = 64, group: int = 1, dilation: int = 1) -> Conv2DParams:
+    pad = (k - 1) // 2 * dilation
+    return Conv2DParams((k, k), (stride, stride), (dilation, dilation), (pad, pad, pad, pad), group, ic, oc)
+
+
+def test_winograd_for_3x3_s1_56x56x64() -> None:
+    plan = plan_conv2d(params(3), (1, 64, 56, 56))
+    assert plan.algorithm == "winograd"
+    assert plan.unit in (2, 4, 6)
+    rates = {u: plan.costs["direct"] / plan.costs[f"winograd:{u}"] for u in (2, 4, 6)}
+    assert plan.unit == max(rates, key=rates.get)
+    assert rates[plan.unit] > 1
+    assert "winograd:6:bytes" in plan.costs
+
+
+def test_im2col_for_strided_and_dilated() -> None:
+    assert plan_conv2d(params(3, stride=2), (1, 64, 56, 56)).algorithm == "im2col"
+    assert plan_conv2d(params(3, dilation=2), (1, 64, 56, 56)).algorithm == "im2col"
+
+
+def test_im2col_when_winograd_does_not_pay() -> None:
+    plan = plan_conv2d(params(3, ic=1, oc=2), (1, 1, 4, 4))
+    assert plan.algorithm == "im2col"
+
+
+def test_gemm_for_1x1() -> None:
+    plan = plan_conv2d(params(1, ic=64, oc=256), (1, 64, 56, 56))
+    assert plan.algorithm == "gemm1x1"
+    assert plan_conv2d(params(1, stride=2), (1, 64, 56, 56)).algorithm == "im2col"
+
+
+def test_strassen_for_large_1x1() -> None:
+    plan = plan_conv2d(params(1, ic=1024, oc=1024), (1, 1024, 32, 32))
+    assert plan.algorithm == "strassen"
+    assert 1 <= plan.strassen_depth <= 5
+
+
+def test_depthwise_and_deconv() -> None:
+    assert plan_conv2d(params(3, ic=32, oc=32, group=32), (1, 32, 28, 28)).algorithm == "depthwise"
+    deconv = Conv2DParams((2, 2), (2, 2), (1, 1), (0, 0, 0, 0), 1, 8, 8, transposed=True)
+    assert plan_conv2d(deconv, (1, 8, 4, 4)).algorithm == "deconv"
+    with pytest.raises(ValueError):
+        plan_conv2d(deconv, (1, 8, 4, 4), force="im2col")
+
+
+def test_winograd_units_follow_alpha_rule() -> None:
+    assert winograd_units(3, 56, 56) == [2, 4, 6]
+    assert winograd_units(5, 56, 56) == [2, 4]
+    assert winograd_units(7, 56, 56) == [2]
+    assert winograd_units(3, 3, 3) == [2]  # maxUnit = clamp(isqrt(9), 2, 8) = 3
+    # cost formula by hand for F(2,3), ic=oc=1, 4x4 output: (2*64 + 2*16 + 6*2*8) * 4 tiles
+    assert winograd_cost(1, 1, 4, 4, 3, 2) == (128 + 32 + 96) * 4
+
+
+def test_strassen_rule() -> None:
+    # square n: recursion pays when n^3/64 > 4.625 n^2 (eP = 16), i.e. n > 296
+    assert not strassen_should_recurse(256, 256, 256)
+    assert strassen_should_recurse(512, 512, 512)
+    assert strassen_depth(4096, 4096, 4096) == 4
+    assert strassen_depth(4096, 4096, 4096, max_depth=2) == 2
+    assert strassen_depth(512, 12, 512) == 0  # l not divisible by 2 * pack
