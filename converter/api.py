@@ -1,0 +1,103 @@
+"""`convert()`: source model -> Graph -> passes -> Net -> .mnn file (what `mnnpy convert` runs)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from mnnpy.schema import mnn_generated as fb
+from mnnpy.schema import net_to_bytes, save_net
+
+from .graph import ConvertError, Graph
+from .passes import run_pipeline
+from .writer import graph_to_net
+
+FRAMEWORKS = ("ONNX",)
+
+
+@dataclass
+class ConvertReport:
+    """What a conversion did: op counts in and out, rewrites per pass, output size."""
+
+    ops_in: int = 0
+    ops_out: int = 0
+    passes: dict[str, int] = field(default_factory=dict)
+    bytes_out: int = 0
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        """One human-readable paragraph for the CLI."""
+        applied = ", ".join(f"{name} x{count}" for name, count in self.passes.items() if count) or "none"
+        return (f"ops: {self.ops_in} in -> {self.ops_out} out; passes applied: {applied}; "
+                f"{self.bytes_out} bytes in {self.seconds:.2f} s")
+
+
+def load_graph(framework: str, model_file: str | Path) -> tuple[Graph, int]:
+    """Run the frontend for `framework`; returns the graph and the source model's node count."""
+    if framework.upper() != "ONNX":
+        raise ConvertError(f"framework '{framework}' is not supported yet (supported: {', '.join(FRAMEWORKS)})")
+    from .frontends.onnx import load_onnx
+
+    path = Path(model_file)
+    if not path.is_file():
+        raise ConvertError(f"model file not found: {path}")
+    import onnx
+
+    model = onnx.load(str(path))
+    return load_onnx(model), len(model.graph.node)
+
+
+def to_fp16(net: fb.NetT) -> int:
+    """Store convolution weights as IEEE half (IDSTQuan type 3), as `MNNConvert --fp16`; returns ops changed."""
+    changed = 0
+    for op in net.oplists or []:
+        param = op.main
+        if op.mainType != fb.OpParameter.Convolution2D or param is None or param.weight is None:
+            continue
+        weight = np.asarray(param.weight, np.float32)
+        if weight.size == 0:
+            continue
+        quant = fb.IDSTQuanT()
+        quant.type = 3
+        quant.buffer = np.frombuffer(weight.astype("<f2").tobytes(), np.int8).copy()
+        quant.weightSize = weight.size
+        param.quanParameter = quant
+        param.weight = None
+        changed += 1
+    return changed
+
+
+def convert(model_file: str | Path, mnn_model: str | Path | None, framework: str = "ONNX", biz_code: str = "MNN",
+            fp16: bool = False, json_file: str | Path | None = None) -> tuple[fb.NetT, ConvertReport]:
+    """Convert `model_file` to MNN. Writes `mnn_model` (atomically) only when everything succeeded.
+
+    Mirrors MNNConvert (`tools/converter/source/MNNConverter.cpp`): frontend, optimizer passes, writer.
+    """
+    start = time.perf_counter()
+    graph, ops_in = load_graph(framework, model_file)
+    report = ConvertReport(ops_in=ops_in)
+    report.passes = run_pipeline(graph)
+    net = graph_to_net(graph, biz_code)
+    if fp16:
+        report.passes["fp16-weights"] = to_fp16(net)
+    report.ops_out = len(net.oplists or [])
+    data = net_to_bytes(net)
+    report.bytes_out = len(data)
+    if mnn_model is not None:
+        save_net(net, mnn_model)
+    if json_file is not None:
+        from mnnpy.schema.jsonify import to_dict
+
+        Path(json_file).write_text(json.dumps(to_dict(net, "Net"), indent=1, default=_json_default))
+    report.seconds = time.perf_counter() - start
+    return net, report
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(type(value).__name__)

@@ -1,0 +1,125 @@
+"""Conv and ConvTranspose -> Convolution / ConvolutionDepthwise / Deconvolution (weights in the op, as MNNConvert)."""
+
+from __future__ import annotations
+
+import numpy as np
+from mnnpy.schema import mnn_generated as fb
+
+from ....graph import ConvertError
+from ..context import OP, PARAM, Context, OnnxNode
+from ..registry import onnx_op
+
+
+def _pad_mode(node: OnnxNode, auto_pad: str) -> int:
+    if auto_pad in ("NOTSET", ""):
+        return fb.PadMode.CAFFE
+    if auto_pad == "VALID":
+        return fb.PadMode.VALID
+    if auto_pad == "SAME_UPPER":
+        return fb.PadMode.SAME
+    raise ConvertError(f"{node.label()}: auto_pad={auto_pad} is not supported by MNN")
+
+
+def _common(node: OnnxNode, kernel: list[int], strides: list[int] | None, dilations: list[int] | None,
+            pads: list[int] | None, auto_pad: str, group: int, out_count: int,
+            in_count: int) -> fb.Convolution2DCommonT:
+    common = fb.Convolution2DCommonT()
+    common.kernelY, common.kernelX = kernel
+    common.strideY, common.strideX = strides or [1, 1]
+    common.dilateY, common.dilateX = dilations or [1, 1]
+    common.padMode = _pad_mode(node, auto_pad)
+    if pads is not None and common.padMode == fb.PadMode.CAFFE:
+        top, left, bottom, right = pads
+        common.padY, common.padX = top, left
+        common.pads = [top, left, bottom, right]
+    common.group = group
+    common.outputCount = out_count
+    common.inputCount = in_count
+    return common
+
+
+def _to_2d(values: list[int] | None, fill: int, rank1d: bool) -> list[int] | None:
+    if values is None or not rank1d:
+        return values
+    if len(values) == 2:  # 1-D pads [begin, end] -> [top, left, bottom, right] with width padding 0
+        return [values[0], fill, values[1], fill]
+    return [values[0], fill]
+
+
+def _wrap_1d(ctx: Context, node: OnnxNode, x: str) -> tuple[str, str]:
+    """For 1-D convs: returns (input expanded to NCH1, name the 2-D result should get)."""
+    expanded = ctx.squeeze(x, [3], unsqueeze=True)
+    return expanded, ctx.graph.unique_name(node.outputs[0] + "_2d")
+
+
+@onnx_op("Conv")
+def conv(ctx: Context, node: OnnxNode, *, auto_pad: str = "NOTSET", dilations: list[int] | None = None,
+         group: int = 1, kernel_shape: list[int] | None = None, pads: list[int] | None = None,
+         strides: list[int] | None = None) -> None:
+    """Conv: weights and bias go into the op; group == ic == oc becomes ConvolutionDepthwise."""
+    weight = ctx.need_value(node, 1, "the weight")
+    bias_value = ctx.value(node.input(2))
+    if node.input(2) and bias_value is None:
+        raise ConvertError(f"{node.label()}: the bias must be a constant for MNN")
+    rank1d = weight.ndim == 3
+    if weight.ndim not in (3, 4):
+        raise ConvertError(f"{node.label()}: {weight.ndim - 2}-D convolution is not supported yet")
+    if rank1d:
+        weight = weight[..., None]
+    oc, icg, kh, kw = weight.shape
+    ic = icg * group
+    x = node.inputs[0]
+    out = node.outputs[0]
+    if rank1d:
+        x, out = _wrap_1d(ctx, node, x)
+    common = _common(node, [kh, kw], _to_2d(strides, 1, rank1d), _to_2d(dilations, 1, rank1d),
+                     _to_2d(pads, 0, rank1d), auto_pad, group, oc, ic)
+    param = fb.Convolution2DT()
+    param.common = common
+    param.weight = weight.astype(np.float32).ravel()
+    param.bias = (np.zeros(oc, np.float32) if bias_value is None else bias_value.astype(np.float32)).ravel()
+    depthwise = group > 1 and group == ic == oc
+    op_type = OP.ConvolutionDepthwise if depthwise else OP.Convolution
+    ctx.emit(op_type, [x], [out], PARAM.Convolution2D, param, name=node.name)
+    if rank1d:
+        ctx.squeeze(out, [3], output=node.outputs[0])
+
+
+@onnx_op("ConvTranspose")
+def conv_transpose(ctx: Context, node: OnnxNode, *, auto_pad: str = "NOTSET", dilations: list[int] | None = None,
+                   group: int = 1, kernel_shape: list[int] | None = None, output_padding: list[int] | None = None,
+                   output_shape: list[int] | None = None, pads: list[int] | None = None,
+                   strides: list[int] | None = None) -> None:
+    """ConvTranspose -> Deconvolution (weight kept as ONNX's [ic, oc/group, kh, kw])."""
+    weight = ctx.need_value(node, 1, "the weight")
+    bias_value = ctx.value(node.input(2))
+    if node.input(2) and bias_value is None:
+        raise ConvertError(f"{node.label()}: the bias must be a constant for MNN")
+    if output_shape is not None:
+        raise ConvertError(f"{node.label()}: the output_shape attribute is not supported yet; use pads")
+    rank1d = weight.ndim == 3
+    if weight.ndim not in (3, 4):
+        raise ConvertError(f"{node.label()}: {weight.ndim - 2}-D transposed convolution is not supported yet")
+    if rank1d:
+        weight = weight[..., None]
+    ic, ocg, kh, kw = weight.shape
+    oc = ocg * group
+    x = node.inputs[0]
+    out = node.outputs[0]
+    if rank1d:
+        x, out = _wrap_1d(ctx, node, x)
+    common = _common(node, [kh, kw], _to_2d(strides, 1, rank1d), _to_2d(dilations, 1, rank1d),
+                     _to_2d(pads, 0, rank1d), auto_pad, group, oc, ic)
+    if common.pads is None and common.padMode == fb.PadMode.CAFFE:
+        common.pads = [0, 0, 0, 0]
+    if output_padding is not None:
+        common.outPads = list(_to_2d(output_padding, 0, rank1d) or [])
+    param = fb.Convolution2DT()
+    param.common = common
+    param.weight = weight.astype(np.float32).ravel()
+    param.bias = (np.zeros(oc, np.float32) if bias_value is None else bias_value.astype(np.float32)).ravel()
+    depthwise = group > 1 and group == ic == oc
+    op_type = OP.DeconvolutionDepthwise if depthwise else OP.Deconvolution
+    ctx.emit(op_type, [x], [out], PARAM.Convolution2D, param, name=node.name)
+    if rank1d:
+        ctx.squeeze(out, [3], output=node.outputs[0])

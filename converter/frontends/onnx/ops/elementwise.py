@@ -1,0 +1,135 @@
+"""Element-wise ops: arithmetic, comparison and logic -> BinaryOp; math functions -> UnaryOp; Where -> Select."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ....graph import ConvertError
+from ..context import BIN, OP, UN, Context, OnnxNode
+from ..registry import onnx_op
+
+_BINARY = {
+    "Add": BIN.ADD, "Sub": BIN.SUB, "Mul": BIN.MUL, "Pow": BIN.POW,
+    "Equal": BIN.EQUAL, "Greater": BIN.GREATER, "Less": BIN.LESS, "GreaterOrEqual": BIN.GREATER_EQUAL,
+    "LessOrEqual": BIN.LESS_EQUAL, "Or": BIN.LOGICALOR, "Xor": BIN.LOGICALXOR, "And": BIN.MUL,
+    "BitwiseAnd": BIN.BITWISE_AND, "BitwiseOr": BIN.BITWISE_OR, "BitwiseXor": BIN.BITWISE_XOR,
+}
+
+_UNARY = {
+    "Abs": UN.ABS, "Neg": UN.NEG, "Floor": UN.FLOOR, "Ceil": UN.CEIL, "Sqrt": UN.SQRT, "Exp": UN.EXP, "Log": UN.LOG,
+    "Sin": UN.SIN, "Cos": UN.COS, "Tan": UN.TAN, "Asin": UN.ASIN, "Acos": UN.ACOS, "Atan": UN.ATAN,
+    "Sinh": UN.SINH, "Cosh": UN.COSH, "Asinh": UN.ASINH, "Acosh": UN.ACOSH, "Atanh": UN.ATANH, "Sign": UN.SIGN,
+    "Round": UN.ROUND, "Erf": UN.ERF, "Reciprocal": UN.RECIPROCAL, "Sigmoid": UN.SIGMOID, "Tanh": UN.TANH,
+    "HardSwish": UN.HARDSWISH,
+}
+
+
+def _binary(ctx: Context, node: OnnxNode) -> None:
+    ctx.binary(_BINARY[node.op_type], node.inputs[0], node.inputs[1], node.outputs[0])
+
+
+for _name in _BINARY:
+    onnx_op(_name)(_binary)
+
+
+def _unary(ctx: Context, node: OnnxNode) -> None:
+    ctx.unary(_UNARY[node.op_type], node.inputs[0], node.outputs[0])
+
+
+for _name in _UNARY:
+    onnx_op(_name)(_unary)
+
+
+@onnx_op("Div")
+def div(ctx: Context, node: OnnxNode) -> None:
+    """Div -> BinaryOp REALDIV for floats, DIV (integer division) otherwise."""
+    operation = BIN.REALDIV if ctx.is_float(node.inputs[0]) else BIN.DIV
+    ctx.binary(operation, node.inputs[0], node.inputs[1], node.outputs[0])
+
+
+@onnx_op("Mod")
+def mod(ctx: Context, node: OnnxNode, *, fmod: int = 0) -> None:
+    """Mod -> BinaryOp FLOORMOD (fmod=0, Python semantics) or MOD (fmod=1, C fmod)."""
+    ctx.binary(BIN.MOD if fmod else BIN.FLOORMOD, node.inputs[0], node.inputs[1], node.outputs[0])
+
+
+@onnx_op("Not")
+def logical_not(ctx: Context, node: OnnxNode) -> None:
+    """Not -> x == 0."""
+    ctx.binary(BIN.EQUAL, node.inputs[0], ctx.const(np.int32(0)), node.outputs[0])
+
+
+@onnx_op("Where")
+def where(ctx: Context, node: OnnxNode) -> None:
+    """Where(cond, x, y) -> Select."""
+    ctx.emit(OP.Select, list(node.inputs[:3]), node.outputs, name=node.name)
+
+
+def _variadic(ctx: Context, node: OnnxNode, operation: int) -> str | None:
+    inputs = [name for name in node.inputs if name]
+    if not inputs:
+        raise ConvertError(f"{node.label()}: needs at least one input")
+    if len(inputs) == 1:
+        return inputs[0]
+    acc = inputs[0]
+    for i, name in enumerate(inputs[1:], start=2):
+        acc = ctx.binary(operation, acc, name, node.outputs[0] if i == len(inputs) else None)
+    return None
+
+
+@onnx_op("Max", "Min", "Sum")
+def variadic(ctx: Context, node: OnnxNode) -> None:
+    """Max/Min/Sum of N inputs -> a chain of BinaryOp MAXIMUM/MINIMUM/ADD."""
+    operation = {"Max": BIN.MAXIMUM, "Min": BIN.MINIMUM, "Sum": BIN.ADD}[node.op_type]
+    single = _variadic(ctx, node, operation)
+    if single is not None:
+        ctx.alias(single, node.outputs[0])
+
+
+@onnx_op("Mean")
+def mean(ctx: Context, node: OnnxNode) -> None:
+    """Mean of N inputs -> sum chain, then MUL 1/N."""
+    inputs = [name for name in node.inputs if name]
+    acc = inputs[0]
+    for name in inputs[1:]:
+        acc = ctx.binary(BIN.ADD, acc, name)
+    ctx.binary(BIN.MUL, acc, ctx.const(np.float32(1.0 / len(inputs))), node.outputs[0])
+
+
+@onnx_op("Identity")
+def identity(ctx: Context, node: OnnxNode) -> None:
+    """Identity -> Identity op (removed by the identity pass)."""
+    value = ctx.value(node.inputs[0])
+    if value is not None and node.outputs[0] not in ctx.graph.outputs:
+        ctx.graph.constants[node.outputs[0]] = value
+        return
+    ctx.alias(node.inputs[0], node.outputs[0])
+
+
+@onnx_op("Dropout")
+def dropout(ctx: Context, node: OnnxNode, *, ratio: float = 0.5, is_test: int = 0, seed: int = 0) -> None:
+    """Dropout (inference) -> Dropout op removed by the identity pass; the mask output is all ones."""
+    ctx.emit(OP.Dropout, [node.inputs[0]], [node.outputs[0]], name=node.name)
+    if len(node.outputs) > 1 and node.outputs[1]:
+        raise ConvertError(f"{node.label()}: the mask output of Dropout is not supported")
+
+
+@onnx_op("Constant")
+def constant(ctx: Context, node: OnnxNode, *, value: np.ndarray | None = None, value_float: float | None = None,
+             value_floats: list[float] | None = None, value_int: int | None = None,
+             value_ints: list[int] | None = None, sparse_value: object = None, value_string: str | None = None,
+             value_strings: list[str] | None = None) -> None:
+    """Constant -> a graph constant (written as a Const op only if something reads it)."""
+    if value is not None:
+        result = np.asarray(value)
+    elif value_float is not None:
+        result = np.asarray(value_float, np.float32)
+    elif value_floats is not None:
+        result = np.asarray(value_floats, np.float32)
+    elif value_int is not None:
+        result = np.asarray(value_int, np.int64)
+    elif value_ints is not None:
+        result = np.asarray(value_ints, np.int64)
+    else:
+        raise ConvertError(f"{node.label()}: only numeric constants are supported")
+    ctx.graph.constants[node.outputs[0]] = result

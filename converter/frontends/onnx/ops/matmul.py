@@ -1,0 +1,130 @@
+"""MatMul, Gemm and matmul-like Einsum -> MatMul (+ Permute / BinaryOp); const-B MatMul becomes a conv in a pass."""
+
+from __future__ import annotations
+
+import numpy as np
+from mnnpy.schema import mnn_generated as fb
+
+from ....graph import ConvertError
+from ..context import BIN, OP, PARAM, Context, OnnxNode
+from ..registry import onnx_op
+from .reduce import reduction
+
+
+def matmul_op(ctx: Context, a: str, b: str, output: str | None = None, transpose_a: bool = False,
+              transpose_b: bool = False, name: str | None = None) -> str:
+    """MatMul(a, b) with transpose flags."""
+    param = fb.MatMulT()
+    param.transposeA = transpose_a
+    param.transposeB = transpose_b
+    return ctx.out(OP.MatMul, [a, b], None if output is None else [output], PARAM.MatMul, param,
+                   name=name or ("MatMul" if output is None else None))
+
+
+@onnx_op("MatMul")
+def matmul(ctx: Context, node: OnnxNode) -> None:
+    """MatMul -> MatMul; 1-D operands are unsqueezed and the extra axis squeezed away again."""
+    a, b = node.inputs[0], node.inputs[1]
+    rank_a, rank_b = ctx.rank(a), ctx.rank(b)
+    squeeze_axes: list[int] = []
+    if rank_a == 1:
+        a = ctx.squeeze(a, [0], unsqueeze=True)
+        squeeze_axes.append(-2)
+    if rank_b == 1:
+        b = ctx.squeeze(b, [1], unsqueeze=True)
+        squeeze_axes.append(-1)
+    if not squeeze_axes:
+        matmul_op(ctx, a, b, node.outputs[0], name=node.name)
+        return
+    y = matmul_op(ctx, a, b)
+    out_rank = max(rank_a or 0, rank_b or 0, 2)
+    ctx.squeeze(y, sorted(axis + out_rank for axis in squeeze_axes), node.outputs[0])
+
+
+@onnx_op("Gemm")
+def gemm(ctx: Context, node: OnnxNode, *, alpha: float = 1.0, beta: float = 1.0, transA: int = 0,  # noqa: N803
+         transB: int = 0) -> None:  # noqa: N803
+    """Gemm -> MatMul(transposeA, transposeB), then alpha MUL and beta * C ADD."""
+    a, b, c = node.inputs[0], node.inputs[1], node.input(2)
+    b_value = ctx.value(b)
+    if b_value is not None and alpha != 1.0:
+        b = ctx.const(b_value.astype(np.float32) * np.float32(alpha), b)
+        alpha = 1.0
+    last = alpha == 1.0 and not c
+    y = matmul_op(ctx, a, b, node.outputs[0] if last else None, bool(transA), bool(transB), node.name)
+    if alpha != 1.0:
+        y = ctx.binary(BIN.MUL, y, ctx.const(np.float32(alpha)), None if c else node.outputs[0])
+    if c:
+        c_value = ctx.value(c)
+        if beta != 1.0:
+            c = ctx.const(c_value * np.float32(beta), c) if c_value is not None else \
+                ctx.binary(BIN.MUL, c, ctx.const(np.float32(beta)))
+        ctx.binary(BIN.ADD, y, c, node.outputs[0])
+
+
+def _parse_einsum(node: OnnxNode, equation: str) -> tuple[list[str], str]:
+    eq = equation.replace(" ", "")
+    if "->" not in eq:
+        raise ConvertError(f"{node.label()}: Einsum without '->' is not supported")
+    lhs, out = eq.split("->")
+    terms = lhs.split(",")
+    if "." in eq:
+        raise ConvertError(f"{node.label()}: Einsum with ellipsis is not supported")
+    return terms, out
+
+
+def _permute_to(ctx: Context, x: str, have: str, want: str) -> str:
+    if have == want:
+        return x
+    return ctx.permute(x, [have.index(ch) for ch in want])
+
+
+@onnx_op("Einsum", since=12)
+def einsum(ctx: Context, node: OnnxNode, *, equation: str = "") -> None:
+    """Einsum: one-input transposes/sums and two-input batched matmul forms (one contracted index)."""
+    terms, out = _parse_einsum(node, equation)
+    if len(terms) == 1:
+        term = terms[0]
+        summed = [i for i, ch in enumerate(term) if ch not in out]
+        x = node.inputs[0]
+        if summed:
+            x = reduction(ctx, x, fb.ReductionType.SUM, summed, False)
+            term = "".join(ch for ch in term if ch in out)
+        if term == out:
+            ctx.alias(x, node.outputs[0])
+        else:
+            ctx.permute(x, [term.index(ch) for ch in out], node.outputs[0])
+        return
+    if len(terms) != 2:
+        raise ConvertError(f"{node.label()}: Einsum with {len(terms)} operands is not supported")
+    ta, tb = terms
+    batch = [ch for ch in out if ch in ta and ch in tb]
+    contract = [ch for ch in ta if ch in tb and ch not in out]
+    free_a = [ch for ch in ta if ch not in tb]
+    free_b = [ch for ch in tb if ch not in ta]
+    if len(contract) != 1 or len(free_a) > 1 or len(free_b) > 1 or len(set(ta)) != len(ta) or \
+            any(ch not in out for ch in free_a + free_b):
+        raise ConvertError(f"{node.label()}: Einsum '{equation}' is not a supported matmul form")
+    k = contract[0]
+    a, b = node.inputs[0], node.inputs[1]
+    bstr = "".join(batch)
+    fa = "".join(free_a)
+    fb_ = "".join(free_b)
+    # A as batch + [m] + [k] (or batch + [k] with transposeA handled by permute); B as batch + [k] + [n].
+    a = _permute_to(ctx, a, ta, bstr + fa + k)
+    b = _permute_to(ctx, b, tb, bstr + k + fb_)
+    if not fa:
+        a = ctx.squeeze(a, [len(bstr)], unsqueeze=True)
+    if not fb_:
+        b = ctx.squeeze(b, [len(bstr) + 1], unsqueeze=True)
+    produced = bstr + (fa or "_") + (fb_ or "^")
+    squeeze = [i for i, ch in enumerate(produced) if ch in "_^"]
+    result_term = "".join(ch for ch in produced if ch not in "_^")
+    direct = not squeeze and result_term == out
+    y = matmul_op(ctx, a, b, node.outputs[0] if direct else None, name=node.name if direct else None)
+    if direct:
+        return
+    if squeeze:
+        y = ctx.squeeze(y, squeeze, node.outputs[0] if result_term == out else None)
+    if result_term != out:
+        ctx.permute(y, [result_term.index(ch) for ch in out], node.outputs[0])

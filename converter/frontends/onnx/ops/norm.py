@@ -1,0 +1,160 @@
+"""Normalisation: BatchNormalization -> Scale, Instance/Group/LayerNormalization -> LayerNorm, Softmax, LogSoftmax."""
+
+from __future__ import annotations
+
+import numpy as np
+from mnnpy.schema import mnn_generated as fb
+
+from ....graph import ConvertError
+from ..context import BIN, OP, PARAM, UN, Context, OnnxNode
+from ..registry import onnx_op
+
+
+def scale_op(ctx: Context, x: str, scale: np.ndarray, bias: np.ndarray, output: str, name: str | None = None) -> str:
+    """Per-channel y = x * scale + bias on dim 1 (MNN Scale, an NC4HW4 op)."""
+    param = fb.ScaleT()
+    param.channels = int(scale.size)
+    param.scaleData = scale.astype(np.float32).ravel()
+    param.biasData = bias.astype(np.float32).ravel()
+    return ctx.out(OP.Scale, [x], [output], PARAM.Scale, param, name=name)
+
+
+@onnx_op("BatchNormalization")
+def batch_norm(ctx: Context, node: OnnxNode, *, epsilon: float = 1e-5, momentum: float = 0.9,
+               spatial: int = 1, training_mode: int = 0, is_test: int = 0, consumed_inputs: list[int] | None = None
+               ) -> None:
+    """BatchNormalization (inference) -> Scale(s / sqrt(var + eps), b - mean * that); folded into convs later."""
+    gamma, beta, mean, var = (ctx.need_value(node, i, what).astype(np.float64)
+                              for i, what in enumerate(("scale", "B", "mean", "var"), start=1))
+    if training_mode or any(name for name in node.outputs[1:]):
+        raise ConvertError(f"{node.label()}: training-mode BatchNormalization is not supported")
+    scale = gamma / np.sqrt(var + epsilon)
+    bias = beta - mean * scale
+    scale_op(ctx, node.inputs[0], scale, bias, node.outputs[0], node.name)
+
+
+def _layer_norm(ctx: Context, x: str, axes: list[int], epsilon: float, output: str | None = None,
+                gamma: np.ndarray | None = None, beta: np.ndarray | None = None, group: int = 1) -> str:
+    param = fb.LayerNormT()
+    param.axis = axes
+    param.epsilon = float(epsilon)
+    param.group = group
+    if gamma is not None:
+        param.gamma = gamma.astype(np.float32).ravel()
+        param.beta = (np.zeros_like(gamma) if beta is None else beta).astype(np.float32).ravel()
+    return ctx.out(OP.LayerNorm, [x], None if output is None else [output], PARAM.LayerNorm, param,
+                   name=None if output is not None else "LayerNorm")
+
+
+def _grouped_norm(ctx: Context, node: OnnxNode, groups: int, epsilon: float, scale: np.ndarray | None,
+                  bias: np.ndarray | None) -> None:
+    """Reshape to [N, groups, -1], LayerNorm over the last axis, reshape back, then a per-channel Scale."""
+    x = node.inputs[0]
+    grouped = ctx.reshape(x, [0, groups, -1])
+    normed = _layer_norm(ctx, grouped, [-1], epsilon)
+    if scale is None:
+        ctx.reshape(normed, ctx.shape_of(x), node.outputs[0])
+        return
+    restored = ctx.reshape(normed, ctx.shape_of(x))
+    bias = np.zeros_like(scale) if bias is None else bias
+    scale_op(ctx, restored, scale, bias, node.outputs[0])
+
+
+@onnx_op("InstanceNormalization")
+def instance_norm(ctx: Context, node: OnnxNode, *, epsilon: float = 1e-5) -> None:
+    """InstanceNormalization -> Reshape [N, C, -1], LayerNorm(axis -1), Reshape back, Scale(gamma, beta)."""
+    gamma = ctx.need_value(node, 1, "scale")
+    beta = ctx.need_value(node, 2, "B")
+    _grouped_norm(ctx, node, 0, epsilon, gamma, beta)
+
+
+@onnx_op("GroupNormalization", since=18)
+def group_norm(ctx: Context, node: OnnxNode, *, epsilon: float = 1e-5, num_groups: int = 1,
+               stash_type: int = 1) -> None:
+    """GroupNormalization -> Reshape [N, G, -1], LayerNorm, Reshape back, Scale (per-group params expanded)."""
+    scale = ctx.need_value(node, 1, "scale")
+    bias = ctx.need_value(node, 2, "bias")
+    if ctx.opset < 21 and scale.size == num_groups:
+        shape = ctx.shape(node.inputs[0])
+        channels = None if shape is None else shape[1]
+        if channels is None:
+            raise ConvertError(f"{node.label()}: per-group scale needs a known channel count")
+        scale = np.repeat(scale, channels // num_groups)
+        bias = np.repeat(bias, channels // num_groups)
+    _grouped_norm(ctx, node, num_groups, epsilon, scale, bias)
+
+
+@onnx_op("LayerNormalization", since=17)
+def layer_norm(ctx: Context, node: OnnxNode, *, axis: int = -1, epsilon: float = 1e-5, stash_type: int = 1) -> None:
+    """LayerNormalization -> LayerNorm(axis = [axis..-1] as negative indices, gamma, beta)."""
+    if any(name for name in node.outputs[1:]):
+        raise ConvertError(f"{node.label()}: the Mean/InvStdDev outputs are not supported")
+    x = node.inputs[0]
+    if axis >= 0:
+        axis -= ctx.need_rank(node, x)
+    axes = list(range(axis, 0))
+    gamma, beta = ctx.value(node.input(1)), ctx.value(node.input(2))
+    if gamma is not None and (not node.input(2) or beta is not None):
+        _layer_norm(ctx, x, axes, epsilon, node.outputs[0], gamma, beta)
+        return
+    y = _layer_norm(ctx, x, axes, epsilon)
+    y = ctx.binary(BIN.MUL, y, node.inputs[1], None if node.input(2) else node.outputs[0])
+    if node.input(2):
+        ctx.binary(BIN.ADD, y, node.inputs[2], node.outputs[0])
+
+
+def _softmax(ctx: Context, x: str, axis: int, output: str | None = None, name: str | None = None) -> str:
+    param = fb.AxisT()
+    param.axis = axis
+    return ctx.out(OP.Softmax, [x], None if output is None else [output], PARAM.Axis, param, name=name or "Softmax")
+
+
+@onnx_op("Softmax")
+def softmax_v1(ctx: Context, node: OnnxNode, *, axis: int = 1) -> None:
+    """Softmax (opset < 13: over the flattened trailing dims from `axis`)."""
+    x = node.inputs[0]
+    rank = ctx.rank(x)
+    if rank is not None and axis < 0:
+        axis += rank
+    if rank is not None and axis == rank - 1:
+        _softmax(ctx, x, -1, node.outputs[0], node.name)
+        return
+    flat = ctx.reshape(x, [0] * axis + [-1]) if axis > 0 else ctx.reshape(x, [1, -1])
+    y = _softmax(ctx, flat, -1)
+    ctx.reshape(y, ctx.shape_of(x), node.outputs[0])
+
+
+@onnx_op("Softmax", since=13)
+def softmax(ctx: Context, node: OnnxNode, *, axis: int = -1) -> None:
+    """Softmax -> Softmax(axis)."""
+    _softmax(ctx, node.inputs[0], axis, node.outputs[0], node.name)
+
+
+def _log_softmax(ctx: Context, x: str, axis: int, output: str) -> None:
+    reduce = fb.ReductionParamT()
+    reduce.operation = fb.ReductionType.MAXIMUM
+    reduce.dim = [axis]
+    reduce.keepDims = True
+    peak = ctx.out(OP.Reduction, [x], None, PARAM.ReductionParam, reduce, name="Reduction")
+    shifted = ctx.binary(BIN.SUB, x, peak)
+    total = fb.ReductionParamT()
+    total.operation = fb.ReductionType.SUM
+    total.dim = [axis]
+    total.keepDims = True
+    summed = ctx.out(OP.Reduction, [ctx.unary(UN.EXP, shifted)], None, PARAM.ReductionParam, total, name="Reduction")
+    ctx.binary(BIN.SUB, shifted, ctx.unary(UN.LOG, summed), output)
+
+
+@onnx_op("LogSoftmax")
+def log_softmax_v1(ctx: Context, node: OnnxNode, *, axis: int = 1) -> None:
+    """LogSoftmax (opset < 13): only the last-axis form (x - max - log(sum(exp)))."""
+    rank = ctx.need_rank(node, node.inputs[0])
+    if axis % rank != rank - 1:
+        raise ConvertError(f"{node.label()}: opset<13 LogSoftmax over several axes is not supported")
+    _log_softmax(ctx, node.inputs[0], -1, node.outputs[0])
+
+
+@onnx_op("LogSoftmax", since=13)
+def log_softmax(ctx: Context, node: OnnxNode, *, axis: int = -1) -> None:
+    """LogSoftmax -> x - max, minus log(sum(exp(x - max))) (as MNNConvert)."""
+    _log_softmax(ctx, node.inputs[0], axis, node.outputs[0])

@@ -1,0 +1,83 @@
+"""Pooling: MaxPool, AveragePool -> Pooling; GlobalAveragePool, GlobalMaxPool -> Pooling3D(isGlobal), as MNNConvert."""
+
+from __future__ import annotations
+
+from mnnpy.schema import mnn_generated as fb
+
+from ....graph import ConvertError
+from ..context import OP, PARAM, Context, OnnxNode
+from ..registry import onnx_op
+
+
+def _pool(ctx: Context, node: OnnxNode, pool_type: int, auto_pad: str, ceil_mode: int, kernel_shape: list[int],
+          pads: list[int] | None, strides: list[int] | None, count_include_pad: int) -> None:
+    if len(kernel_shape) not in (1, 2):
+        raise ConvertError(f"{node.label()}: {len(kernel_shape)}-D pooling is not supported yet")
+    one_d = len(kernel_shape) == 1
+    x, out = node.inputs[0], node.outputs[0]
+    if one_d:
+        kernel_shape = [kernel_shape[0], 1]
+        strides = None if strides is None else [strides[0], 1]
+        pads = None if pads is None else [pads[0], 0, pads[1], 0]
+        x = ctx.squeeze(x, [3], unsqueeze=True)
+        out = ctx.graph.unique_name(out + "_2d")
+    param = fb.PoolT()
+    param.type = pool_type
+    param.kernelY, param.kernelX = kernel_shape
+    param.strideY, param.strideX = strides or [1, 1]
+    param.ceilModel = bool(ceil_mode)
+    param.isGlobal = False
+    if auto_pad in ("NOTSET", ""):
+        param.padType = fb.PoolPadType.CAFFE
+        if pads is not None:
+            param.padY, param.padX = pads[0], pads[1]
+            param.pads = list(pads)
+    elif auto_pad == "VALID":
+        param.padType = fb.PoolPadType.VALID
+    elif auto_pad == "SAME_UPPER":
+        param.padType = fb.PoolPadType.SAME
+    else:
+        raise ConvertError(f"{node.label()}: auto_pad={auto_pad} is not supported by MNN")
+    if pool_type == fb.PoolType.AVEPOOL:
+        param.countType = fb.AvgPoolCountType.INCLUDE_PADDING if count_include_pad else \
+            fb.AvgPoolCountType.EXCLUDE_PADDING
+    ctx.emit(OP.Pooling, [x], [out], PARAM.Pool, param, name=node.name)
+    if one_d:
+        ctx.squeeze(out, [3], output=node.outputs[0])
+
+
+@onnx_op("MaxPool")
+def max_pool(ctx: Context, node: OnnxNode, *, auto_pad: str = "NOTSET", ceil_mode: int = 0,
+             dilations: list[int] | None = None, kernel_shape: list[int] | None = None, pads: list[int] | None = None,
+             storage_order: int = 0, strides: list[int] | None = None) -> None:
+    """MaxPool -> Pooling(MAXPOOL)."""
+    if dilations is not None and any(d != 1 for d in dilations):
+        raise ConvertError(f"{node.label()}: dilated max pooling is not supported")
+    if len(node.outputs) > 1 and node.outputs[1]:
+        raise ConvertError(f"{node.label()}: the Indices output of MaxPool is not supported")
+    if kernel_shape is None:
+        raise ConvertError(f"{node.label()}: kernel_shape is required")
+    _pool(ctx, node, fb.PoolType.MAXPOOL, auto_pad, ceil_mode, kernel_shape, pads, strides, 0)
+
+
+@onnx_op("AveragePool")
+def average_pool(ctx: Context, node: OnnxNode, *, auto_pad: str = "NOTSET", ceil_mode: int = 0,
+                 count_include_pad: int = 0, dilations: list[int] | None = None,
+                 kernel_shape: list[int] | None = None, pads: list[int] | None = None,
+                 strides: list[int] | None = None) -> None:
+    """AveragePool -> Pooling(AVEPOOL, countType by count_include_pad)."""
+    if dilations is not None and any(d != 1 for d in dilations):
+        raise ConvertError(f"{node.label()}: dilated average pooling is not supported")
+    if kernel_shape is None:
+        raise ConvertError(f"{node.label()}: kernel_shape is required")
+    _pool(ctx, node, fb.PoolType.AVEPOOL, auto_pad, ceil_mode, kernel_shape, pads, strides, count_include_pad)
+
+
+@onnx_op("GlobalAveragePool", "GlobalMaxPool")
+def global_pool(ctx: Context, node: OnnxNode) -> None:
+    """GlobalAveragePool / GlobalMaxPool -> Pooling3D(isGlobal) (any spatial rank)."""
+    param = fb.Pool3DT()
+    param.isGlobal = True
+    param.type = fb.PoolType.AVEPOOL if node.op_type == "GlobalAveragePool" else fb.PoolType.MAXPOOL
+    param.padType = fb.PoolPadType.CAFFE
+    ctx.emit(OP.Pooling3D, [node.inputs[0]], node.outputs, PARAM.Pool3D, param, name=node.name)

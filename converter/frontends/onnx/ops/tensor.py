@@ -1,0 +1,179 @@
+"""Data-movement ops: Concat, Split, Slice, Gather, GatherElements, Pad, TopK."""
+
+from __future__ import annotations
+
+import numpy as np
+from mnnpy.schema import mnn_generated as fb
+
+from ....graph import ConvertError
+from ..context import BIN, OP, PARAM, Context, OnnxNode
+from ..registry import onnx_op
+from .shape import _strided_slice
+
+INT32_MAX = 2**31 - 1
+
+
+@onnx_op("Concat")
+def concat(ctx: Context, node: OnnxNode, *, axis: int = 0) -> None:
+    """Concat -> Concat(axis)."""
+    param = fb.AxisT()
+    param.axis = axis
+    ctx.emit(OP.Concat, [name for name in node.inputs if name], node.outputs, PARAM.Axis, param, name=node.name)
+
+
+@onnx_op("Split")
+def split(ctx: Context, node: OnnxNode, *, axis: int = 0, split: list[int] | None = None,
+          num_outputs: int | None = None) -> None:
+    """Split -> Slice(axis, slicePoints = sizes, sourceType TORCH); no sizes means equal parts."""
+    sizes = split
+    if sizes is None and node.input(1):
+        sizes = [int(v) for v in ctx.need_value(node, 1, "split").ravel()]
+    if sizes is None and num_outputs is not None:
+        shape = ctx.shape(node.inputs[0])
+        dim = None if shape is None else shape[axis]
+        if dim is not None and dim % num_outputs:
+            chunk = -(-dim // num_outputs)
+            sizes = [chunk] * (num_outputs - 1) + [dim - chunk * (num_outputs - 1)]
+    param = fb.SliceT()
+    param.axis = axis
+    param.slicePoints = None if sizes is None else list(sizes)
+    param.sourceType = fb.NetSource.TORCH
+    ctx.emit(OP.Slice, [node.inputs[0]], node.outputs, PARAM.Slice, param, name=node.name)
+
+
+@onnx_op("Slice")
+def slice_v1(ctx: Context, node: OnnxNode, *, axes: list[int] | None = None, ends: list[int] | None = None,
+             starts: list[int] | None = None) -> None:
+    """Slice (opset 1-9, attributes) -> StridedSlice(fromType 1) with Const starts/ends/axes."""
+    if starts is None or ends is None:
+        raise ConvertError(f"{node.label()}: starts and ends are required")
+    inputs = [node.inputs[0], ctx.const(np.asarray(starts, np.int64), "starts"),
+              ctx.const(np.asarray(ends, np.int64), "ends")]
+    if axes is not None:
+        inputs.append(ctx.const(np.asarray(axes, np.int64), "axes"))
+    _strided_slice(ctx, inputs, node.outputs[0])
+
+
+@onnx_op("Slice", since=10)
+def slice_v10(ctx: Context, node: OnnxNode) -> None:
+    """Slice -> StridedSlice(fromType 1) with inputs x, starts, ends[, axes[, steps]] (int32)."""
+    inputs = [node.inputs[0], node.inputs[1], node.inputs[2]]
+    axes, steps = node.input(3), node.input(4)
+    if steps and not axes:
+        count = ctx.need_value(node, 1, "starts").size
+        axes = ctx.const(np.arange(count, dtype=np.int32), "axes")
+    if axes:
+        inputs.append(axes)
+    if steps:
+        inputs.append(steps)
+    _strided_slice(ctx, inputs, node.outputs[0])
+
+
+@onnx_op("Gather")
+def gather(ctx: Context, node: OnnxNode, *, axis: int = 0) -> None:
+    """Gather -> GatherV2(x, indices, axis); constant negative indices are made positive when the dim is known."""
+    indices = node.inputs[1]
+    value = ctx.value(indices)
+    if value is not None and (value < 0).any():
+        shape = ctx.shape(node.inputs[0])
+        dim = None if shape is None else shape[axis]
+        if dim is None:
+            raise ConvertError(f"{node.label()}: negative indices need a known size of axis {axis}")
+        indices = ctx.const(np.where(value < 0, value + dim, value).astype(np.int32), indices)
+    elif value is None and axis != 0:
+        indices = _wrap_indices(ctx, node, indices, axis)
+    ctx.emit(OP.GatherV2, [node.inputs[0], indices, ctx.const(np.int32(axis), "axis")], node.outputs,
+             name=node.name)
+
+
+def _wrap_indices(ctx: Context, node: OnnxNode, indices: str, axis: int) -> str:
+    """(idx + dim) mod dim with dim read from Shape(x) at run time (MNNConvert adds the same fix-up)."""
+    shape = ctx.shape(node.inputs[0])
+    dim = None if shape is None else shape[axis]
+    if dim is not None:
+        size = ctx.const(np.int32(dim), "dim")
+    else:
+        full = ctx.shape_of(node.inputs[0])
+        size = ctx.out(OP.GatherV2, [full, ctx.const(np.int32(axis)), ctx.const(np.int32(0))], name="GatherV2")
+    return ctx.binary(BIN.FLOORMOD, ctx.binary(BIN.ADD, indices, size), size)
+
+
+@onnx_op("GatherElements")
+def gather_elements(ctx: Context, node: OnnxNode, *, axis: int = 0) -> None:
+    """GatherElements -> GatherElements(x, indices, axis)."""
+    ctx.emit(OP.GatherElements, [node.inputs[0], node.inputs[1], ctx.const(np.int32(axis), "axis")], node.outputs,
+             name=node.name)
+
+
+@onnx_op("GatherND")
+def gather_nd(ctx: Context, node: OnnxNode, *, batch_dims: int = 0) -> None:
+    """GatherND -> GatherND (batch_dims 0 only)."""
+    if batch_dims:
+        raise ConvertError(f"{node.label()}: batch_dims != 0 is not supported")
+    ctx.emit(OP.GatherND, [node.inputs[0], node.inputs[1]], node.outputs, name=node.name)
+
+
+_PAD_MODES = {"constant": fb.PadValueMode.CONSTANT, "reflect": fb.PadValueMode.REFLECT,
+              "edge": fb.PadValueMode.EDGE, "wrap": None}
+
+
+def _pad_op(ctx: Context, node: OnnxNode, mode: str, pads_name: str, value_name: str) -> None:
+    if _PAD_MODES.get(mode) is None:
+        raise ConvertError(f"{node.label()}: pad mode '{mode}' is not supported")
+    param = fb.PadParamT()
+    param.mode = _PAD_MODES[mode]
+    inputs = [node.inputs[0], pads_name] + ([value_name] if value_name else [])
+    ctx.emit(OP.Padding, inputs, node.outputs, PARAM.PadParam, param, name=node.name)
+
+
+def _pairs(pads: np.ndarray) -> np.ndarray:
+    """ONNX [b0, b1, .., e0, e1, ..] -> MNN [b0, e0, b1, e1, ..]."""
+    return np.asarray(pads, np.int64).reshape(2, -1).T.reshape(-1).astype(np.int32)
+
+
+@onnx_op("Pad")
+def pad_v2(ctx: Context, node: OnnxNode, *, mode: str = "constant", pads: list[int] | None = None,
+           paddings: list[int] | None = None, value: float = 0.0) -> None:
+    """Pad (opset 2-10, attributes) -> Padding with a Const int32 pads input."""
+    raw = pads if pads is not None else paddings
+    if raw is None:
+        raise ConvertError(f"{node.label()}: pads are required")
+    value_name = ctx.const(np.float32(value), "value") if value else ""
+    _pad_op(ctx, node, mode, ctx.const(_pairs(np.asarray(raw)), "pads"), value_name)
+
+
+@onnx_op("Pad", since=11)
+def pad(ctx: Context, node: OnnxNode, *, mode: str = "constant") -> None:
+    """Pad -> Padding(x, pads as per-dim pairs[, value]); run-time pads are reordered with Reshape/Permute."""
+    pads_value = ctx.value(node.inputs[1])
+    axes = ctx.value(node.input(3))
+    if pads_value is not None and axes is not None:
+        rank = ctx.need_rank(node, node.inputs[0])
+        full = np.zeros(2 * rank, np.int64)
+        half = len(axes)
+        for i, a in enumerate(axes.ravel()):
+            full[int(a) % rank] = pads_value[i]
+            full[int(a) % rank + rank] = pads_value[i + half]
+        pads_value = full
+    elif node.input(3):
+        raise ConvertError(f"{node.label()}: the axes input must be a constant")
+    if pads_value is not None:
+        pads_name = ctx.const(_pairs(pads_value), "pads")
+    else:
+        pairs = ctx.permute(ctx.reshape(node.inputs[1], [2, -1]), [1, 0])
+        pads_name = ctx.reshape(pairs, [-1])
+    _pad_op(ctx, node, mode, pads_name, node.input(2))
+
+
+@onnx_op("TopK")
+def topk(ctx: Context, node: OnnxNode, *, axis: int = -1, largest: int = 1, sorted: int = 1) -> None:
+    """TopK -> TopKV2(x, k, axis) (int32 indices)."""
+    param = fb.TopKV2T()
+    param.sorted = bool(sorted)
+    param.largest = bool(largest)
+    k = node.inputs[1]
+    k_value = ctx.value(k)
+    if k_value is not None:
+        k = ctx.const(np.asarray(k_value, np.int64).reshape(1), "k")
+    ctx.emit(OP.TopKV2, [node.inputs[0], k, ctx.const(np.int32(axis), "axis")], node.outputs, PARAM.TopKV2, param,
+             name=node.name)

@@ -1,0 +1,33 @@
+"""Convert a model to .mnn (MNNConvert-compatible flags): mnnpy convert -f ONNX --modelFile m.onnx --MNNModel m.mnn"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+COMMAND = "convert"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-f", "--framework", required=True, choices=["ONNX", "onnx"], help="source framework")
+    p.add_argument("--modelFile", required=True, help="source model file")
+    p.add_argument("--MNNModel", default=None, help="output .mnn file (overwritten if it exists, as MNNConvert)")
+    p.add_argument("--bizCode", default="MNN", help="bizCode written into the model (default MNN)")
+    p.add_argument("--JsonFile", default=None, help="also write the converted Net as JSON")
+    p.add_argument("--fp16", action="store_true", help="store convolution weights as fp16")
+    p.add_argument("--keepInputFormat", action="store_true",
+                   help="keep inputs in their source layout (always the case: inputs stay NCHW)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no summary")
+
+
+def run(args: argparse.Namespace) -> int:
+    from mnnpy.converter import convert
+
+    if args.MNNModel is None and args.JsonFile is None:
+        print("mnnpy convert: error: give --MNNModel and/or --JsonFile", file=sys.stderr)
+        return 2
+    _, report = convert(args.modelFile, args.MNNModel, args.framework, args.bizCode, args.fp16, args.JsonFile)
+    if not args.quiet:
+        target = args.MNNModel or args.JsonFile
+        print(f"Converted {args.modelFile} -> {target}: {report.summary()}")
+    return 0
