@@ -17,6 +17,7 @@ from .deconv import DeconvKernel
 from .depthwise import DepthwiseKernel
 from .gemm import Gemm1x1Kernel
 from .im2col import Im2ColKernel
+from .quant import dequantize_idst
 from .winograd import WinogradKernel
 
 __all__ = ["COUNTERS", "Conv2DKernel", "Conv2DParams", "ConvPlan", "conv2d_output_shape", "conv2d_params",
@@ -31,8 +32,10 @@ _KERNELS: dict[str, type[Conv2DKernel]] = {
 def conv_weights(conv: Any, params: Conv2DParams) -> tuple[np.ndarray, np.ndarray]:
     """Float32 weight (in the op's stored layout) and bias of a ``Convolution2DT``.
 
+    Weight-only quantised ops (``quanParameter``, no float ``weight``) are dequantised here, once.
+
     Raises:
-        NotImplementedError: for weight-quantised (IDSTQuan) models, not decoded yet.
+        NotImplementedError: for sparse or legacy quantised encodings.
         ValueError: when the weight size does not match the parameters.
     """
     (kh, kw), g = params.kernel, params.group
@@ -40,7 +43,7 @@ def conv_weights(conv: Any, params: Conv2DParams) -> tuple[np.ndarray, np.ndarra
     shape = (ic, oc // g, kh, kw) if params.transposed else (oc, ic // g, kh, kw)
     weight = np.asarray(conv.weight if conv.weight is not None else [], dtype=np.float32)
     if weight.size == 0 and getattr(conv, "quanParameter", None) is not None:
-        raise NotImplementedError("weight-quantised convolution (quanParameter) is not supported yet")
+        weight = dequantize_idst(conv.quanParameter, shape[0], int(np.prod(shape)))
     if weight.size != int(np.prod(shape)):
         raise ValueError(f"convolution weight has {weight.size} values, expected {shape}")
     bias = np.zeros(oc, dtype=np.float32)
