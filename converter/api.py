@@ -64,7 +64,6 @@ def to_fp16(net: fb.NetT) -> int:
         quant = fb.IDSTQuanT()
         quant.type = 3
         quant.buffer = np.frombuffer(weight.astype("<f2").tobytes(), np.int8).copy()
-        quant.weightSize = weight.size
         param.quanParameter = quant
         param.weight = None
         changed += 1

@@ -1,0 +1,122 @@
+"""Small whole models built in code with onnx.helper (random weights, fixed seed): ResNet, MobileNetV2, encoder."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .helpers import F, make_model, oh
+
+
+class Builder:
+    """Accumulates nodes and initializers with generated names."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.nodes: list[Any] = []
+        self.inits: dict[str, np.ndarray] = {}
+        self.count = 0
+
+    def name(self, base: str) -> str:
+        self.count += 1
+        return f"{base}{self.count}"
+
+    def weight(self, *shape: int, scale: float = 0.3, value: np.ndarray | None = None) -> str:
+        name = self.name("w")
+        self.inits[name] = value if value is not None else (self.rng.standard_normal(shape) * scale).astype(np.float32)
+        return name
+
+    def op(self, op_type: str, inputs: list[str], **attrs: Any) -> str:
+        out = self.name(op_type.lower())
+        self.nodes.append(oh.make_node(op_type, inputs, [out], name=out + "_node", **attrs))
+        return out
+
+    def conv_bn(self, x: str, cin: int, cout: int, k: int, stride: int = 1, group: int = 1, act: str | None = "Relu"
+                ) -> str:
+        w = self.weight(cout, cin // group, k, k, scale=1.0 / np.sqrt(cin // group * k * k))
+        y = self.op("Conv", [x, w], kernel_shape=[k, k], strides=[stride, stride], pads=[k // 2] * 4, group=group)
+        gamma = self.weight(cout, value=self.rng.uniform(0.5, 1.5, cout).astype(np.float32))
+        beta = self.weight(cout, value=self.rng.uniform(-0.2, 0.2, cout).astype(np.float32))
+        mean = self.weight(cout, value=self.rng.uniform(-0.2, 0.2, cout).astype(np.float32))
+        var = self.weight(cout, value=self.rng.uniform(0.5, 1.5, cout).astype(np.float32))
+        y = self.op("BatchNormalization", [y, gamma, beta, mean, var])
+        if act == "Relu":
+            y = self.op("Relu", [y])
+        elif act == "Relu6":
+            y = self.op("Clip", [y, self.weight(value=np.float32(0)), self.weight(value=np.float32(6))])
+        return y
+
+
+def resnet_block_model() -> tuple[Any, dict[str, np.ndarray]]:
+    """Stem conv-bn-relu + maxpool, a basic block, a strided projection block, GAP, flatten, fc."""
+    b = Builder(1)
+    y = b.conv_bn("x", 3, 13, 3, stride=2)
+    y = b.op("MaxPool", [y], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    z = b.conv_bn(y, 13, 13, 3)
+    z = b.conv_bn(z, 13, 13, 3, act=None)
+    y = b.op("Relu", [b.op("Add", [z, y])])
+    z = b.conv_bn(y, 13, 20, 3, stride=2)
+    z = b.conv_bn(z, 20, 20, 3, act=None)
+    short = b.conv_bn(y, 13, 20, 1, stride=2, act=None)
+    y = b.op("Relu", [b.op("Add", [z, short])])
+    y = b.op("Flatten", [b.op("GlobalAveragePool", [y])])
+    out = b.op("Gemm", [y, b.weight(10, 20), b.weight(10)], transB=1)
+    b.nodes.append(oh.make_node("Identity", [out], ["y"]))
+    model = make_model(b.nodes, [("x", F, [1, 3, 33, 31])], ["y"], b.inits, opset=13)
+    return model, {"x": b.rng.standard_normal((1, 3, 33, 31)).astype(np.float32)}
+
+
+def mobilenet_v2_block_model() -> tuple[Any, dict[str, np.ndarray]]:
+    """Two inverted-residual blocks (expand 1x1, depthwise 3x3, relu6, project, residual add), then a strided one."""
+    b = Builder(2)
+    y = b.conv_bn("x", 3, 16, 3, stride=2, act="Relu6")
+    for _ in range(2):
+        z = b.conv_bn(y, 16, 48, 1, act="Relu6")
+        z = b.conv_bn(z, 48, 48, 3, group=48, act="Relu6")
+        z = b.conv_bn(z, 48, 16, 1, act=None)
+        y = b.op("Add", [y, z])
+    z = b.conv_bn(y, 16, 48, 1, act="Relu6")
+    z = b.conv_bn(z, 48, 48, 3, stride=2, group=48, act="Relu6")
+    b.conv_bn(z, 48, 13, 1, act=None)
+    b.nodes[-1].output[0] = "y"
+    model = make_model(b.nodes, [("x", F, [1, 3, 29, 27])], ["y"], b.inits, opset=13)
+    return model, {"x": b.rng.standard_normal((1, 3, 29, 27)).astype(np.float32)}
+
+
+def encoder_layer_model(batch: int = 2, seq: int = 9, hidden: int = 16, heads: int = 2
+                        ) -> tuple[Any, dict[str, np.ndarray]]:
+    """A pre-norm transformer encoder layer as PyTorch exports it (dynamic reshapes via Shape/Gather/Concat)."""
+    b = Builder(3)
+    head_dim = hidden // heads
+    x = "x"
+    h = b.op("LayerNormalization", [x, b.weight(hidden), b.weight(hidden)], axis=-1, epsilon=1e-5)
+    shape = b.op("Shape", [x])
+    n = b.op("Unsqueeze", [b.op("Gather", [shape, b.weight(value=np.array(0, np.int64))], axis=0),
+                           b.weight(value=np.array([0], np.int64))])
+    s = b.op("Unsqueeze", [b.op("Gather", [shape, b.weight(value=np.array(1, np.int64))], axis=0),
+                           b.weight(value=np.array([0], np.int64))])
+    split_shape = b.op("Concat", [n, s, b.weight(value=np.array([heads, head_dim], np.int64))], axis=0)
+
+    def proj(src: str, perm: list[int]) -> str:
+        y = b.op("Add", [b.op("MatMul", [src, b.weight(hidden, hidden)]), b.weight(hidden)])
+        return b.op("Transpose", [b.op("Reshape", [y, split_shape])], perm=perm)
+
+    q = proj(h, [0, 2, 1, 3])
+    k = proj(h, [0, 2, 3, 1])
+    v = proj(h, [0, 2, 1, 3])
+    scores = b.op("Div", [b.op("MatMul", [q, k]), b.weight(value=np.float32(np.sqrt(head_dim)))])
+    attn = b.op("MatMul", [b.op("Softmax", [scores], axis=-1), v])
+    attn = b.op("Transpose", [attn], perm=[0, 2, 1, 3])
+    attn = b.op("Reshape", [attn, b.weight(value=np.array([0, 0, hidden], np.int64))])
+    attn = b.op("Add", [b.op("MatMul", [attn, b.weight(hidden, hidden)]), b.weight(hidden)])
+    x = b.op("Add", [x, attn])
+    h = b.op("LayerNormalization", [x, b.weight(hidden), b.weight(hidden)], axis=-1, epsilon=1e-5)
+    h = b.op("Add", [b.op("MatMul", [h, b.weight(hidden, 2 * hidden)]), b.weight(2 * hidden)])
+    erf = b.op("Erf", [b.op("Div", [h, b.weight(value=np.float32(np.sqrt(2.0)))])])
+    gelu = b.op("Mul", [b.op("Mul", [h, b.op("Add", [erf, b.weight(value=np.float32(1.0))])]),
+                        b.weight(value=np.float32(0.5))])
+    ffn = b.op("Add", [b.op("MatMul", [gelu, b.weight(2 * hidden, hidden)]), b.weight(hidden)])
+    b.nodes.append(oh.make_node("Add", [x, ffn], ["y"]))
+    model = make_model(b.nodes, [("x", F, [batch, seq, hidden])], ["y"], b.inits, opset=17)
+    return model, {"x": b.rng.standard_normal((batch, seq, hidden)).astype(np.float32)}

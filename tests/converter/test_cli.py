@@ -1,0 +1,80 @@
+"""`mnnpy convert` through mnnpy.cli.main.main: success summary, JSON, fp16, errors without tracebacks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mnnpy.converter import ConvertError, convert
+from mnnpy.schema import ModelError, load_net
+from mnnpy.schema import mnn_generated as fb
+
+from mnnpy.cli.main import main
+
+from .helpers import F, make_model, oh, onnx, run_mnn, run_ort
+from .models import resnet_block_model
+
+
+def _save(model: object, path: Path) -> Path:
+    onnx.save(model, str(path))
+    return path
+
+
+def test_convert_cli_writes_model_and_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model, _ = resnet_block_model()
+    src = _save(model, tmp_path / "m.onnx")
+    dst = tmp_path / "m.mnn"
+    js = tmp_path / "m.json"
+    code = main(["convert", "-f", "ONNX", "--modelFile", str(src), "--MNNModel", str(dst), "--bizCode", "biz",
+                 "--JsonFile", str(js)])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "in ->" in out and "merge-bn-to-convolution" in out
+    net = load_net(dst)
+    assert net.bizCode == "biz" and net.sourceType == fb.NetSource.ONNX and net.outputName == ["y"]
+    assert js.read_text().startswith("{")
+
+
+def test_unsupported_ops_listed_and_nothing_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    nodes = [oh.make_node("Relu", ["x"], ["a"]), oh.make_node("FooBar", ["a"], ["b"], name="foo1"),
+             oh.make_node("FooBar", ["b"], ["c"], name="foo2"), oh.make_node("Bazz", ["c"], ["y"], name="bz")]
+    src = _save(make_model(nodes, [("x", F, [1, 3])], ["y"]), tmp_path / "bad.onnx")
+    dst = tmp_path / "bad.mnn"
+    with pytest.raises(ConvertError) as info:
+        convert(src, dst)
+    text = str(info.value)
+    assert "FooBar: foo1, foo2" in text and "Bazz: bz" in text and "opset 17" in text
+    assert isinstance(info.value, ModelError)
+    assert not dst.exists()
+    assert main(["convert", "-f", "ONNX", "--modelFile", str(src), "--MNNModel", str(dst)]) == 2
+    err = capsys.readouterr().err
+    assert "FooBar" in err and "Traceback" not in err
+    assert not dst.exists()
+
+
+def test_failed_conversion_keeps_existing_output(tmp_path: Path) -> None:
+    nodes = [oh.make_node("FooBar", ["x"], ["y"])]
+    src = _save(make_model(nodes, [("x", F, [1, 3])], ["y"]), tmp_path / "bad.onnx")
+    dst = tmp_path / "keep.mnn"
+    dst.write_bytes(b"precious")
+    assert main(["convert", "-f", "ONNX", "--modelFile", str(src), "--MNNModel", str(dst)]) == 2
+    assert dst.read_bytes() == b"precious"
+
+
+def test_missing_model_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["convert", "-f", "ONNX", "--modelFile", str(tmp_path / "nope.onnx"), "--MNNModel",
+                 str(tmp_path / "o.mnn")]) == 2
+    assert "not found" in capsys.readouterr().err
+
+
+def test_fp16_halves_weights_and_runs(tmp_path: Path) -> None:
+    model, feeds = resnet_block_model()
+    src = _save(model, tmp_path / "m.onnx")
+    full, half = tmp_path / "f.mnn", tmp_path / "h.mnn"
+    assert main(["convert", "-f", "ONNX", "--modelFile", str(src), "--MNNModel", str(full), "-q"]) == 0
+    assert main(["convert", "-f", "ONNX", "--modelFile", str(src), "--MNNModel", str(half), "--fp16", "-q"]) == 0
+    assert half.stat().st_size < 0.6 * full.stat().st_size
+    ref = run_ort(model, feeds)[0]
+    got = run_mnn(half, feeds, ["y"])[0]
+    assert float(np.abs(got - ref).max() / np.abs(ref).max()) < 1e-2

@@ -1,0 +1,42 @@
+"""Whole small models: converted by us, run in official MNN, compared with onnxruntime (1e-4 relative)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mnnpy.schema import mnn_generated as fb
+
+from .helpers import check_model
+from .models import encoder_layer_model, mobilenet_v2_block_model, resnet_block_model
+
+
+def _types(net: fb.NetT) -> list[int]:
+    return [op.type for op in net.oplists]
+
+
+def test_resnet_block(tmp_path: Path) -> None:
+    model, feeds = resnet_block_model()
+    net = check_model(model, feeds, tmp_path)
+    types = _types(net)
+    assert fb.OpType.Scale not in types and fb.OpType.ReLU not in types[:3]  # BN and stem relu fused into conv
+    assert types.count(fb.OpType.Convolution) == 6
+
+
+def test_mobilenet_v2_block(tmp_path: Path) -> None:
+    model, feeds = mobilenet_v2_block_model()
+    net = check_model(model, feeds, tmp_path)
+    types = _types(net)
+    assert types.count(fb.OpType.ConvolutionDepthwise) == 3
+    assert fb.OpType.ReLU6 not in types
+    assert all(op.main.common.relu6 for op in net.oplists if op.type == fb.OpType.ConvolutionDepthwise)
+
+
+def test_encoder_layer(tmp_path: Path) -> None:
+    model, feeds = encoder_layer_model()
+    net = check_model(model, feeds, tmp_path)
+    assert fb.OpType.LayerNorm in _types(net)
+
+
+def test_encoder_layer_other_shape(tmp_path: Path) -> None:
+    model, feeds = encoder_layer_model(batch=1, seq=13, hidden=24, heads=3)
+    check_model(model, feeds, tmp_path)
