@@ -15,7 +15,16 @@ __version__ = "0.1.0"
 __all__ = ["ModelError", "__version__", "version"]
 
 # public name -> module that defines it, imported on first access
-_LAZY: dict[str, str] = {}
+_LAZY: dict[str, str] = {
+    "Interpreter": "mnnpy.interpreter",
+    "OpInfo": "mnnpy.interpreter",
+    "Session": "mnnpy.core.session",
+    "Tensor": "mnnpy.tensor",
+    **{name: "mnnpy.tensor" for name in (
+        "Halide_Type_Float", "Halide_Type_Double", "Halide_Type_Int", "Halide_Type_Int64", "Halide_Type_Uint8",
+        "Halide_Type_Int8", "Halide_Type_String", "Tensor_DimensionType_Tensorflow", "Tensor_DimensionType_Caffe",
+        "Tensor_DimensionType_Caffe_C4", "Tensor_DimensionType_Caddfe_C4")},
+}
 
 
 def version() -> str:

@@ -1,0 +1,90 @@
+"""CPU Runtime and Backend: one arena per session, ops discovered from `ops/` by decorator."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from mnnpy.backends.cpu import layout
+
+from mnnpy.core import memory, registry
+from mnnpy.core.backend import Backend, Execution, Runtime, StorageType, TensorRef
+from mnnpy.core.ir import NC4HW4
+
+STATS: dict[str, int] = {"static_allocations": 0}
+
+
+class CPURuntime(Runtime):
+    """The numpy runtime (MNN: CPURuntime); `numThread` maps to the BLAS pool where threadpoolctl exists."""
+
+    name = "cpu"
+
+    def create_backend(self, config: dict[str, Any] | None = None) -> Backend:
+        registry.import_all("mnnpy.backends.cpu.ops")
+        return CPUBackend(self, config)
+
+
+class CPUBackend(Backend):
+    """Plans DYNAMIC tensors into one 64-byte-aligned arena; STATIC tensors get their own arrays."""
+
+    name = "cpu"
+
+    def __init__(self, runtime: Runtime, config: dict[str, Any] | None = None) -> None:
+        super().__init__(runtime, config)
+        self.threads = int(self.config.get("numThread", 1) or 1)
+        self._planner = memory.ArenaPlanner()
+        self._chunks: dict[int, tuple[TensorRef, memory.Chunk]] = {}
+        self._arena: np.ndarray | None = None
+        self._base = 0
+        self.static_bytes = 0
+
+    def supported_formats(self, op_type: int) -> tuple[str, ...]:
+        entry = registry.KERNELS.get("cpu", {}).get(int(op_type))
+        return entry.formats if entry is not None else ("NCHW",)
+
+    def on_create(self, op_type: int, op: Any, inputs: Sequence[TensorRef],
+                  outputs: Sequence[TensorRef]) -> Execution | None:
+        entry = registry.KERNELS.get("cpu", {}).get(int(op_type))
+        if entry is None:
+            return None
+        return entry.cls(self, op, inputs, outputs)
+
+    def on_resize_begin(self) -> None:
+        self._planner = memory.ArenaPlanner()
+        self._chunks = {}
+        self.static_bytes = 0
+
+    def on_acquire(self, tensor: TensorRef, storage: StorageType) -> None:
+        if storage == StorageType.STATIC:
+            tensor.array = np.zeros(tensor.desc.physical_shape, dtype=tensor.desc.dtype)
+            STATS["static_allocations"] += 1
+            self.static_bytes += tensor.desc.nbytes
+            return
+        self._chunks[tensor.index] = (tensor, self._planner.acquire(tensor.desc.nbytes))
+
+    def on_release(self, tensor: TensorRef, storage: StorageType) -> None:
+        item = self._chunks.get(tensor.index)
+        if item is not None and storage != StorageType.DYNAMIC_SEPARATE:
+            self._planner.release(item[1])
+
+    def on_resize_end(self) -> None:
+        need = self._planner.peak
+        if self._arena is None or self._arena.size - memory.ALIGN < need:
+            self._arena, self._base = memory.allocate(need)
+        for ref, chunk in self._chunks.values():
+            ref.array = memory.view(self._arena, self._base, chunk, ref.desc.dtype, ref.desc.physical_shape)
+
+    def on_clear(self) -> None:
+        self._arena = None
+        self._chunks = {}
+
+    def on_copy(self, src: TensorRef, dst: TensorRef) -> None:
+        if src.desc.fmt == dst.desc.fmt and src.desc.shape == dst.desc.shape:
+            np.copyto(dst.array, src.array, casting="unsafe")
+        else:
+            layout.store(dst, layout.logical(src))
+
+    def memory_info(self) -> dict[str, Any]:
+        return {"arena_bytes": self._planner.peak, "tensor_bytes": self._planner.requested,
+                "static_bytes": self.static_bytes, "formats": NC4HW4}

@@ -1,0 +1,61 @@
+"""Helpers shared by CPU kernels."""
+
+from __future__ import annotations
+
+import numpy as np
+from mnnpy.backends.cpu.layout import pack_into
+
+from mnnpy.core.backend import Execution, TensorRef
+from mnnpy.core.ir import NC4HW4, packed_dims
+
+CF = ("NC4HW4", "NCHW")  # kernels that work on packed or plain arrays alike
+ANY = ("NC4HW4", "NCHW", "NHWC")
+
+
+class CPUExecution(Execution):
+    """Base for CPU kernels: `x`/`y` name the first input/output."""
+
+    @property
+    def x(self) -> TensorRef:
+        return self.inputs[0]
+
+    @property
+    def y(self) -> TensorRef:
+        return self.outputs[0]
+
+
+def same_layout(*refs: TensorRef) -> bool:
+    """All tensors have the same logical shape and format (elementwise work may use the physical arrays)."""
+    first = refs[0].desc
+    return all(r.desc.shape == first.shape and r.desc.fmt == first.fmt for r in refs[1:])
+
+
+def physical_operand(value: np.ndarray, out_shape: tuple[int, ...], fmt: str) -> np.ndarray:
+    """A constant broadcast to the output's logical shape, in the output's physical layout (made once)."""
+    full = np.broadcast_to(value, out_shape)
+    if fmt != NC4HW4:
+        return np.ascontiguousarray(full)
+    packed = np.empty(packed_dims(out_shape), dtype=value.dtype)
+    pack_into(np.ascontiguousarray(full), packed)
+    return packed
+
+
+def channel_vector(values: np.ndarray, ref: TensorRef) -> np.ndarray:
+    """A per-channel vector shaped to broadcast against the tensor's physical array."""
+    rank = len(ref.desc.physical_shape)
+    v = np.asarray(values, dtype=np.float32).ravel()
+    if ref.desc.fmt == NC4HW4:
+        c4 = ref.desc.physical_shape[1]
+        pad = np.zeros(c4 * 4, dtype=np.float32)
+        pad[: v.size] = v
+        return pad.reshape((1, c4) + (1,) * (rank - 3) + (4,))
+    return v.reshape((1, v.size) + (1,) * (rank - 2))
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """Error function (Abramowitz-Stegun 7.1.26, |error| < 1.5e-7; numpy has no erf)."""
+    s = np.sign(x)
+    a = np.abs(x)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    return (s * (1.0 - poly * np.exp(-a * a))).astype(x.dtype, copy=False)

@@ -1,0 +1,89 @@
+"""BinaryOp and Eltwise with broadcasting; same-layout operands and constants work on the physical arrays."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from mnnpy.backends.cpu.layout import logical, store, zero_tail
+from mnnpy.backends.cpu.ops._common import CF, CPUExecution, physical_operand
+from mnnpy.schema import mnn_generated as fb
+
+from mnnpy.core.registry import cpu_kernel
+
+OT = fb.OpType
+
+
+def _floormod(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    return np.mod(a, b, out=out) if out is not None else np.mod(a, b)
+
+
+def _div(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    if np.issubdtype(a.dtype, np.integer):
+        q = np.trunc(a / b).astype(a.dtype)
+        return np.copyto(out, q) if out is not None else q
+    return np.divide(a, b, out=out) if out is not None else np.divide(a, b)
+
+
+BINARY: dict[int, Callable] = {
+    0: np.add, 1: np.subtract, 2: np.multiply, 3: _div, 4: np.maximum, 5: np.minimum, 6: np.power, 7: _div,
+    8: np.minimum, 9: np.maximum, 10: np.greater, 11: np.greater_equal, 12: np.less, 13: np.floor_divide,
+    14: lambda a, b, out=None: np.square(a - b, out=out), 15: np.equal, 16: np.less_equal, 17: _floormod,
+    19: np.fmod, 20: np.arctan2, 21: np.logical_or, 22: np.not_equal, 23: np.bitwise_and, 24: np.bitwise_or,
+    25: np.bitwise_xor, 26: np.logical_xor, 27: np.left_shift, 28: np.right_shift,
+}
+ELTWISE = {0: np.multiply, 1: np.add, 2: np.maximum, 3: np.subtract}
+
+
+@cpu_kernel(OT.BinaryOp, OT.Eltwise, formats=CF)
+class Binary(CPUExecution):
+    """y = op(a, b[, ...]); a fused ReLU for BinaryOp activationType 1."""
+
+    def on_resize(self) -> None:
+        p = self.op.main
+        if self.op.type == OT.Eltwise:
+            self.fn = ELTWISE[p.type if p is not None else 1]
+            self.relu = False
+            coeff = list(p.coeff) if p is not None and p.coeff is not None else []
+            self.coeff = coeff if coeff and any(c != 1 for c in coeff) else None
+        else:
+            kind = p.opType if p is not None else 0
+            if kind not in BINARY:
+                raise NotImplementedError(f"BinaryOp {kind} on op {self.op.name!r}")
+            self.fn = BINARY[kind]
+            self.relu = p is not None and p.activationType == 1
+            self.coeff = None
+        y = self.y
+        self.physical = self.coeff is None and y.desc.dtype == np.result_type(*[r.desc.dtype for r in self.inputs])
+        self.operands: list = []
+        for r in self.inputs:
+            if r.desc.shape == y.desc.shape and r.desc.fmt == y.desc.fmt:
+                self.operands.append(r)
+            elif r.const:
+                self.operands.append(physical_operand(np.asarray(r.array if r.desc.fmt != "NC4HW4" else logical(r)),
+                                                      y.desc.shape, y.desc.fmt))
+            else:
+                self.physical = False
+        self.algorithm = "physical" if self.physical else "logical"
+
+    def on_execute(self) -> None:
+        y = self.y
+        if self.physical:
+            ops = [o.array if not isinstance(o, np.ndarray) else o for o in self.operands]
+            out = y.array
+            self.fn(ops[0], ops[1], out=out)
+            for extra in ops[2:]:
+                self.fn(out, extra, out=out)
+            if self.relu:
+                np.maximum(out, 0, out=out)
+            zero_tail(y)
+            return
+        vals = [logical(r) for r in self.inputs]
+        if self.coeff is not None:
+            vals = [v * c for v, c in zip(vals, self.coeff, strict=False)]
+        res = self.fn(vals[0], vals[1])
+        for extra in vals[2:]:
+            res = self.fn(res, extra)
+        if self.relu:
+            res = np.maximum(res, 0)
+        store(y, res)

@@ -1,0 +1,48 @@
+"""Convolution, ConvolutionDepthwise, Deconvolution(Depthwise): glue to the strategy-chosen kernels in compute/."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mnnpy.backends.cpu.ops._common import CPUExecution
+from mnnpy.schema import mnn_generated as fb
+from mnnpy.schema.errors import ModelError
+
+from mnnpy.core import session
+from mnnpy.core.registry import cpu_kernel
+
+OT = fb.OpType
+
+
+@cpu_kernel(OT.Convolution, OT.ConvolutionDepthwise, OT.Deconvolution, OT.DeconvolutionDepthwise,
+            formats=("NC4HW4",))
+class Convolution(CPUExecution):
+    """Plans and prepares the convolution in on_resize (weights packed/transformed once per input shape).
+
+    The config key `convAlgorithm` forces an algorithm for tests ("im2col", "winograd:4", "strassen", ...).
+    """
+
+    def on_resize(self) -> None:
+        from mnnpy.backends.cpu.compute.conv import make_conv2d_kernel
+
+        main = self.op.main
+        if main is None or (main.weight is None and len(self.inputs) > 1):
+            raise ModelError(f"op {self.op.name!r}: convolution with weights as runtime inputs is not supported")
+        force = self.backend.config.get("convAlgorithm")
+        threads = int(self.backend.config.get("numThread", 1) or 1)
+        try:
+            self.kernel = make_conv2d_kernel(main, self.op.type, self.x.desc.shape, threads=threads, force=force)
+        except (ValueError, NotImplementedError) as exc:
+            raise ModelError(f"op {self.op.name!r}: {exc}") from exc
+        session.COUNTERS["weight_transforms"] += 1
+        if tuple(self.kernel.out_shape) != self.y.desc.shape:
+            raise ModelError(f"op {self.op.name!r}: kernel output {self.kernel.out_shape} != {self.y.desc.shape}")
+        self.algorithm = self.kernel.plan.algorithm
+
+    def on_execute(self) -> None:
+        self.kernel.run(self.x.array, self.y.array)
+
+    def info(self) -> dict[str, Any]:
+        plan = self.kernel.plan
+        return {"algorithm": plan.algorithm, "unit": getattr(plan, "unit", None),
+                "costs": dict(getattr(plan, "costs", {}) or {}), "reason": getattr(plan, "reason", "")}

@@ -1,0 +1,96 @@
+"""Cast, GatherV2 (runtime indices), Select/Where, Fill, ZerosLike, Range and Padding (reflect/edge/value)."""
+
+from __future__ import annotations
+
+import numpy as np
+from mnnpy.backends.cpu.layout import logical, store
+from mnnpy.backends.cpu.ops._common import CF, CPUExecution
+from mnnpy.schema import mnn_generated as fb
+
+from mnnpy.core.registry import cpu_kernel
+from mnnpy.core.shape._util import ints
+from mnnpy.core.shape.tensor_ops import gather_axis
+
+OT = fb.OpType
+
+
+@cpu_kernel(OT.Cast, formats=CF)
+class Cast(CPUExecution):
+    """dtype conversion of the physical array (float -> int truncates, as C does)."""
+
+    algorithm = "cast"
+
+    def on_execute(self) -> None:
+        np.copyto(self.y.array, self.x.array, casting="unsafe")
+
+
+@cpu_kernel(OT.GatherV2, OT.Gather)
+class GatherV2(CPUExecution):
+    """np.take along an axis with runtime indices (negative indices wrap)."""
+
+    def on_resize(self) -> None:
+        values = [None, None, self.inputs[2].array if len(self.inputs) > 2 else None]
+        self.axis = gather_axis(self.op, self.x.desc, values)
+        self.dim = self.x.desc.shape[self.axis]
+        self.algorithm = "take"
+
+    def on_execute(self) -> None:
+        idx = self.inputs[1].array
+        idx = np.where(idx < 0, idx + self.dim, idx)
+        np.take(self.x.array, idx, axis=self.axis, out=self.y.array)
+
+
+@cpu_kernel(OT.Select, OT.Where)
+class Select(CPUExecution):
+    """y = cond ? a : b with broadcasting."""
+
+    algorithm = "where"
+
+    def on_execute(self) -> None:
+        c, a, b = (logical(r) for r in self.inputs)
+        store(self.y, np.where(c != 0, a, b))
+
+
+@cpu_kernel(OT.Fill, OT.ZerosLike)
+class Fill(CPUExecution):
+    """Fill (shape, value) and ZerosLike."""
+
+    algorithm = "fill"
+
+    def on_execute(self) -> None:
+        value = 0 if self.op.type == OT.ZerosLike else self.inputs[1].array
+        self.y.array[...] = value
+
+
+@cpu_kernel(OT.Range)
+class Range(CPUExecution):
+    """np.arange(start, limit, delta) into the output."""
+
+    algorithm = "arange"
+
+    def on_execute(self) -> None:
+        start, limit, delta = (np.asarray(r.array).ravel()[0] for r in self.inputs[:3])
+        np.copyto(self.y.array, np.arange(start, limit, delta)[: self.y.desc.size], casting="unsafe")
+
+
+@cpu_kernel(OT.Padding)
+class Padding(CPUExecution):
+    """np.pad for CONSTANT (any value), REFLECT, SYMMETRIC and EDGE; negative pads crop."""
+
+    def on_resize(self) -> None:
+        pads = ints(self.inputs[1].array)
+        self.widths = [(max(pads[2 * i], 0), max(pads[2 * i + 1], 0)) for i in range(len(self.x.desc.shape))]
+        self.crop = tuple(slice(max(-pads[2 * i], 0), d + max(pads[2 * i], 0) + max(pads[2 * i + 1], 0)
+                                - max(-pads[2 * i + 1], 0))
+                          for i, d in enumerate(self.x.desc.shape))
+        mode = self.op.main.mode if self.op.main is not None else 0
+        self.mode = {0: "constant", 1: "reflect", 2: "symmetric", 3: "edge"}[mode]
+        self.algorithm = f"pad-{self.mode}"
+
+    def on_execute(self) -> None:
+        x = self.x.array
+        kwargs = {}
+        if self.mode == "constant":
+            value = self.inputs[2].array if len(self.inputs) > 2 else 0
+            kwargs["constant_values"] = np.asarray(value).ravel()[0] if np.size(value) else 0
+        np.copyto(self.y.array, np.pad(x, self.widths, mode=self.mode, **kwargs)[self.crop])

@@ -1,0 +1,63 @@
+"""LayerNorm (and RMSNorm, groups) over the trailing axes; Scale (per-channel a*x+b) on packed arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+from mnnpy.backends.cpu.ops._common import CF, CPUExecution, channel_vector
+from mnnpy.schema import mnn_generated as fb
+from mnnpy.schema.errors import ModelError
+
+from mnnpy.core.registry import cpu_kernel
+
+OT = fb.OpType
+
+
+@cpu_kernel(OT.LayerNorm)
+class LayerNorm(CPUExecution):
+    """y = (x - mean) / sqrt(var + eps) * gamma + beta over the last len(axis) dims."""
+
+    def on_resize(self) -> None:
+        p = self.op.main
+        rank = len(self.x.desc.shape)
+        n_axes = len(p.axis) if p.axis is not None and len(p.axis) else 1
+        self.axes = tuple(range(rank - n_axes, rank))
+        self.eps = float(p.epsilon)
+        self.rms = bool(getattr(p, "useRMSNorm", False))
+        self.group = int(p.group or 1)
+        if self.group > 1:
+            raise ModelError(f"op {self.op.name!r}: LayerNorm with group > 1 is not supported")
+        norm_shape = self.x.desc.shape[rank - n_axes:]
+        self.gamma = None if p.gamma is None or not len(p.gamma) else \
+            np.asarray(p.gamma, dtype=np.float32).reshape(norm_shape)
+        self.beta = None if p.beta is None or not len(p.beta) else \
+            np.asarray(p.beta, dtype=np.float32).reshape(norm_shape)
+        self.algorithm = "rmsnorm" if self.rms else "layernorm"
+
+    def on_execute(self) -> None:
+        x, y = self.x.array, self.y.array
+        if self.rms:
+            np.copyto(y, x)
+        else:
+            np.subtract(x, np.mean(x, axis=self.axes, keepdims=True), out=y)
+        var = np.mean(np.square(y), axis=self.axes, keepdims=True)
+        y /= np.sqrt(var + self.eps)
+        if self.gamma is not None:
+            y *= self.gamma
+        if self.beta is not None:
+            y += self.beta
+
+
+@cpu_kernel(OT.Scale, formats=CF)
+class Scale(CPUExecution):
+    """Per-channel y = x * scale + bias; vectors laid out for the packed array in on_resize."""
+
+    def on_resize(self) -> None:
+        p = self.op.main
+        self.scale = channel_vector(p.scaleData, self.x)
+        bias = p.biasData if p.biasData is not None and len(p.biasData) else np.zeros(len(p.scaleData))
+        self.bias = channel_vector(bias, self.x)
+        self.algorithm = "scale"
+
+    def on_execute(self) -> None:
+        np.multiply(self.x.array, self.scale, out=self.y.array)
+        self.y.array += self.bias

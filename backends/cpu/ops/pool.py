@@ -1,0 +1,71 @@
+"""Pooling and Pooling3D (max/average, global, ceil mode, count-include-pad) on NC4HW4 arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+from mnnpy.backends.cpu.ops._common import CPUExecution
+from mnnpy.schema import mnn_generated as fb
+from numpy.lib.stride_tricks import sliding_window_view
+
+from mnnpy.core.registry import cpu_kernel
+
+OT = fb.OpType
+
+
+@cpu_kernel(OT.Pooling, OT.Pooling3D, formats=("NC4HW4",))
+class Pooling(CPUExecution):
+    """Windows over the spatial axes of `[N, C4, H, W, 4]`; the average divisor map is built in on_resize."""
+
+    def on_resize(self) -> None:
+        p = self.op.main
+        self.is_max = p is not None and p.type == 0
+        rank = len(self.x.desc.physical_shape)
+        self.axes = tuple(range(2, rank - 1))
+        self.is_global = p is None or p.isGlobal or self.op.type == OT.Pooling3D
+        self.algorithm = f"{'max' if self.is_max else 'avg'}-{'global' if self.is_global else 'window'}"
+        if self.is_global:
+            return
+        n, c4, h, w, _ = self.x.desc.physical_shape
+        oh, ow = self.y.desc.shape[2:]
+        kh, kw, sh, sw = p.kernelY, p.kernelX, p.strideY, p.strideX
+        pads = list(p.pads) if p.pads is not None and len(p.pads) == 4 else [p.padY, p.padX, p.padY, p.padX]
+        if p.padType == 2:  # SAME
+            th = max(0, (oh - 1) * sh + kh - h)
+            tw = max(0, (ow - 1) * sw + kw - w)
+            pads = [th // 2, tw // 2, th - th // 2, tw - tw // 2]
+        elif p.padType == 1:
+            pads = [0, 0, 0, 0]
+        top, left = int(pads[0]), int(pads[1])
+        bottom = max(int(pads[2]), (oh - 1) * sh + kh - h - top)
+        right = max(int(pads[3]), (ow - 1) * sw + kw - w - left)
+        self.geom = (top, left, bottom, right, kh, kw, sh, sw, oh, ow)
+        fill = -np.inf if self.is_max else 0.0
+        self.padded = np.full((n, c4, h + top + bottom, w + left + right, 4), fill, dtype=np.float32)
+        if not self.is_max:
+            include = p.countType == 1
+            ones = np.zeros((h + top + bottom, w + left + right), dtype=np.float32)
+            if include:  # the explicit pads count, ceil-mode overhang does not
+                ones[: h + top + int(pads[2]), : w + left + int(pads[3])] = 1
+            else:
+                ones[top: top + h, left: left + w] = 1
+            win = sliding_window_view(ones, (kh, kw))[::sh, ::sw][:oh, :ow]
+            self.divisor = (1.0 / np.maximum(win.sum(axis=(-1, -2)), 1)).astype(np.float32)[..., None]
+
+    def on_execute(self) -> None:
+        x, y = self.x.array, self.y.array
+        if self.is_global:
+            if self.is_max:
+                np.max(x, axis=self.axes, keepdims=True, out=y)
+            else:
+                np.mean(x, axis=self.axes, keepdims=True, out=y)
+            return
+        top, left, _, _, kh, kw, sh, sw, oh, ow = self.geom
+        h, w = x.shape[2], x.shape[3]
+        self.padded[:, :, top: top + h, left: left + w] = x
+        win = sliding_window_view(self.padded, (kh, kw), axis=(2, 3))[:, :, ::sh, ::sw][:, :, :oh, :ow]
+        if self.is_max:
+            np.max(win, axis=(-1, -2), out=y)
+        else:
+            np.sum(win, axis=(-1, -2), out=y)
+            y *= self.divisor
+

@@ -1,0 +1,90 @@
+"""Raster: materialise a tensor from regions (and index gathers) in the logical index space (MNN: CPURaster)."""
+
+from __future__ import annotations
+
+import numpy as np
+from mnnpy.backends.cpu.layout import pack_into, unpack
+from mnnpy.backends.cpu.ops._common import ANY, CPUExecution
+from mnnpy.schema import mnn_generated as fb
+
+from mnnpy.core.geometry.raster import region_view
+from mnnpy.core.ir import NC4HW4, NHWC
+from mnnpy.core.registry import cpu_kernel
+
+
+def _identity(spec: object, size: int) -> bool:
+    regs = spec.regions
+    if spec.gathers or len(regs) != 1:
+        return False
+    r = regs[0]
+    return r.count == size and r.src.offset == 0 and r.dst.offset == 0 and r.src.stride == r.dst.stride and \
+        r.dst.stride[2] == 1 and (r.size[1] == 1 or r.dst.stride[1] == r.size[2]) and \
+        (r.size[0] == 1 or r.dst.stride[0] == r.size[1] * r.size[2])
+
+
+@cpu_kernel(fb.OpType.Raster, formats=ANY)
+class Raster(CPUExecution):
+    """Copies regions; layout conversions NCHW<->NC4HW4 of a whole tensor take the packed fast path."""
+
+    def on_resize(self) -> None:
+        spec = self.op
+        y = self.y
+        self.mode = "regions"
+        if _identity(spec, y.desc.size) and len(self.inputs) == 1 and NHWC not in (self.x.desc.fmt, y.desc.fmt):
+            xf, yf = self.x.desc.fmt, y.desc.fmt
+            if xf == yf and (xf != NC4HW4 or self.x.desc.shape == y.desc.shape):
+                self.mode = "copy"
+            elif xf != NC4HW4 and yf == NC4HW4:
+                self.mode = "pack"
+            elif xf == NC4HW4 and yf != NC4HW4 and self.x.desc.shape == y.desc.shape:
+                self.mode = "unpack"
+        self.algorithm = f"raster-{self.mode}"
+        if self.mode != "regions":
+            return
+        self.src_tmp = []
+        flats = []
+        for r in self.inputs:
+            if r.desc.fmt == NC4HW4:
+                tmp = np.empty(r.desc.shape, dtype=r.desc.dtype)
+                self.src_tmp.append((r, tmp))
+                flats.append(tmp.reshape(-1))
+            else:
+                flats.append(np.asarray(r.array).reshape(-1))
+        if y.desc.fmt == NC4HW4:
+            self.dst_tmp = np.zeros(y.desc.shape, dtype=y.desc.dtype)
+            out = self.dst_tmp.reshape(-1)
+        else:
+            self.dst_tmp = None
+            out = y.array.reshape(-1)
+        self.out_flat = out
+        self.copies = [(region_view(out, g.dst.offset, g.dst.stride, g.size),
+                        region_view(flats[g.origin], g.src.offset, g.src.stride, g.size)) for g in spec.regions]
+        self.gathers = [(flats[g.origin], g.src_idx, g.dst_idx, np.empty(g.src_idx.size, dtype=y.desc.dtype))
+                        for g in spec.gathers]
+        self.zero = not spec.full
+
+    def on_execute(self) -> None:
+        y = self.y
+        if self.mode == "copy":
+            np.copyto(y.array.reshape(-1), self.x.array.reshape(-1), casting="unsafe")
+            return
+        if self.mode == "pack":
+            pack_into(self.x.array.reshape(y.desc.shape), y.array)
+            return
+        if self.mode == "unpack":
+            unpack(self.x.array, self.x.desc.shape, out=y.array)
+            return
+        for r, tmp in self.src_tmp:
+            unpack(r.array, r.desc.shape, out=tmp)
+        if self.zero:
+            self.out_flat.fill(0)
+        for dst, src in self.copies:
+            np.copyto(dst, src, casting="unsafe")
+        for src, sidx, didx, tmp in self.gathers:
+            np.take(src, sidx, out=tmp)
+            self.out_flat[didx] = tmp
+        if self.dst_tmp is not None:
+            pack_into(self.dst_tmp, y.array)
+
+    def info(self) -> dict:
+        return {"algorithm": self.algorithm, "regions": len(self.op.regions), "gathers": len(self.op.gathers)}

@@ -1,0 +1,114 @@
+"""Region fusion: a region reading a virtual tensor is rewritten to read that tensor's own sources.
+
+MNN composes View algebra (`TensorUtils::FuseWrap`). Here a copy-shift fuse handles the common reshape chain, and
+the general case composes element index tables at resize time and fits the result back into 3-D regions; what
+does not fit stays an index gather (still one Raster command per materialised tensor).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from mnnpy.core.geometry.raster import region_indices
+from mnnpy.core.ir import Region, View
+
+
+@dataclass
+class Gather:
+    """An index copy `dst[dst_idx] = origin[src_idx]` for mappings no 3-D region expresses."""
+
+    origin: int
+    src_idx: np.ndarray
+    dst_idx: np.ndarray
+
+
+def _is_shift_copy(r: Region, size: int) -> bool:
+    """A region that copies a whole tensor contiguously with equal src/dst strides (an index shift)."""
+    if r.count != size or r.src.stride != r.dst.stride or r.dst.offset != 0:
+        return False
+    want = (r.size[1] * r.size[2], r.size[2], 1)
+    return all(n == 1 or s == w for n, s, w in zip(r.size, r.dst.stride, want, strict=True))
+
+
+def fit_regions(dst: np.ndarray, src: np.ndarray, origin: int) -> list[Region] | None:
+    """Express `dst[d_i] = origin[s_i]` as one region (up to 3 nested affine levels), or None."""
+    if dst.size == 0:
+        return []
+    order = np.argsort(dst, kind="stable")
+    cur_d, cur_s = dst[order].astype(np.int64), src[order].astype(np.int64)
+    sizes: list[int] = []
+    sst: list[int] = []
+    dstst: list[int] = []
+    for _ in range(3):
+        m = cur_d.size
+        if m == 1:
+            break
+        dd, ds = int(cur_d[1] - cur_d[0]), int(cur_s[1] - cur_s[0])
+        ok = (np.diff(cur_d) == dd) & (np.diff(cur_s) == ds)
+        run = m if ok.all() else int(np.argmin(ok)) + 1
+        if m % run:
+            return None
+        bd, bs = cur_d.reshape(-1, run), cur_s.reshape(-1, run)
+        step = np.arange(run)
+        if not ((bd - bd[:, :1] == dd * step).all() and (bs - bs[:, :1] == ds * step).all()):
+            return None
+        sizes.insert(0, run)
+        sst.insert(0, ds)
+        dstst.insert(0, dd)
+        cur_d, cur_s = bd[:, 0], bs[:, 0]
+    if cur_d.size != 1:
+        return None
+    while len(sizes) < 3:
+        sizes.insert(0, 1)
+        sst.insert(0, 0)
+        dstst.insert(0, 0)
+    return [Region(View(int(cur_s[0]), tuple(sst)), View(int(cur_d[0]), tuple(dstst)), tuple(sizes), origin)]
+
+
+def fuse(regions: list[Region], virtual: dict[int, list[Region]],
+         size_of: Callable[[int], int]) -> tuple[list[Region], list[Gather]]:
+    """Rewrite regions so that no origin is virtual.
+
+    Args:
+        regions: regions of the tensor being materialised (origins are tensor indices).
+        virtual: tensor index -> its regions, for every virtual tensor.
+        size_of: tensor index -> element count.
+
+    Returns:
+        regions and index gathers reading only materialised tensors.
+    """
+    out_regions: list[Region] = []
+    gathers: list[Gather] = []
+    for r in regions:
+        if r.origin not in virtual:
+            out_regions.append(r)
+            continue
+        inner, inner_g = fuse(virtual[r.origin], virtual, size_of)
+        n = size_of(r.origin)
+        if not inner_g and len(inner) == 1 and _is_shift_copy(inner[0], n):
+            shift = inner[0].src.offset - inner[0].dst.offset
+            out_regions.append(replace(r, origin=inner[0].origin, src=View(r.src.offset + shift, r.src.stride)))
+            continue
+        lut_o = np.full(n, -1, dtype=np.int64)
+        lut_s = np.zeros(n, dtype=np.int64)
+        for ir in inner:
+            d = region_indices(ir.dst.offset, ir.dst.stride, ir.size)
+            lut_o[d] = ir.origin
+            lut_s[d] = region_indices(ir.src.offset, ir.src.stride, ir.size)
+        for g in inner_g:
+            lut_o[g.dst_idx] = g.origin
+            lut_s[g.dst_idx] = g.src_idx
+        dst_idx = region_indices(r.dst.offset, r.dst.stride, r.size)
+        src_idx = region_indices(r.src.offset, r.src.stride, r.size)
+        origins, srcs = lut_o[src_idx], lut_s[src_idx]
+        for o in np.unique(origins[origins >= 0]).tolist():
+            mask = origins == o
+            fitted = fit_regions(dst_idx[mask], srcs[mask], int(o))
+            if fitted is None:
+                gathers.append(Gather(int(o), srcs[mask], dst_idx[mask]))
+            else:
+                out_regions += fitted
+    return out_regions, gathers

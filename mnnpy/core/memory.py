@@ -1,0 +1,94 @@
+"""Memory planning: offsets in one 64-byte-aligned arena per backend, reused by lifetime (MNN: DeferBufferAllocator).
+
+The pipeline acquires a command's outputs, then releases inputs whose reference count (readers left in command
+order) reaches zero; a freed chunk is handed to later tensors. Offsets are virtual until `allocate`, which makes
+one numpy buffer and returns the aligned base every tensor becomes a view of.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+ALIGN = 64
+COUNTERS: dict[str, int] = {"arena_allocations": 0, "arena_bytes": 0}
+
+
+def align(n: int) -> int:
+    """Round up to the arena alignment."""
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+@dataclass
+class Chunk:
+    """A planned allocation: offset and size in bytes."""
+
+    offset: int
+    size: int
+
+
+@dataclass
+class ArenaPlanner:
+    """Best-fit planner over a virtual address space; the arena grows only when no free chunk fits.
+
+    Attributes:
+        peak: the arena size needed (bytes).
+        requested: the sum of all acquired sizes (what separate allocations would cost).
+    """
+
+    free: list[Chunk] = field(default_factory=list)
+    peak: int = 0
+    requested: int = 0
+    live: int = 0
+
+    def acquire(self, nbytes: int) -> Chunk:
+        """Plan `nbytes` (rounded to 64): the smallest free chunk that fits, else grow the end of the arena."""
+        size = align(max(nbytes, 1))
+        self.requested += size
+        self.live += 1
+        fits = [c for c in self.free if c.size >= size]
+        if fits:
+            best = min(fits, key=lambda c: c.size)
+            self.free.remove(best)
+            if best.size > size:
+                self.free.append(Chunk(best.offset + size, best.size - size))
+            return Chunk(best.offset, size)
+        tail = next((c for c in self.free if c.offset + c.size == self.peak), None)
+        if tail is not None:  # extend the free chunk at the end of the arena
+            self.free.remove(tail)
+            self.peak = tail.offset + size
+            return Chunk(tail.offset, size)
+        chunk = Chunk(self.peak, size)
+        self.peak += size
+        return chunk
+
+    def release(self, chunk: Chunk) -> None:
+        """Give a chunk back, merging it with free neighbours."""
+        self.live -= 1
+        start, end = chunk.offset, chunk.offset + chunk.size
+        keep = []
+        for c in self.free:
+            if c.offset + c.size == start:
+                start = c.offset
+            elif c.offset == end:
+                end = c.offset + c.size
+            else:
+                keep.append(c)
+        keep.append(Chunk(start, end - start))
+        self.free = keep
+
+
+def allocate(nbytes: int) -> tuple[np.ndarray, int]:
+    """One arena buffer of `nbytes` and the offset of its first 64-byte-aligned byte."""
+    buf = np.empty(nbytes + ALIGN, dtype=np.uint8)
+    COUNTERS["arena_allocations"] += 1
+    COUNTERS["arena_bytes"] += nbytes
+    base = (-buf.ctypes.data) % ALIGN
+    return buf, base
+
+
+def view(buf: np.ndarray, base: int, chunk: Chunk, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    """A typed, shaped view of a planned chunk."""
+    n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    return buf[base + chunk.offset: base + chunk.offset + n].view(dtype).reshape(shape)

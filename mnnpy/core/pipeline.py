@@ -1,0 +1,209 @@
+"""Pre-inference, part 1 (MNN: `Pipeline::encode`): shape inference, resize-time constant folding, geometry and
+materialisation of virtual tensors into Raster commands.
+
+The result is a `Graph`: tensor descriptors, constant values, and the list of real commands in run order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mnnpy.core import registry
+from mnnpy.core.geometry import raster as ref_raster
+from mnnpy.core.geometry.fuse import Gather, fuse
+from mnnpy.core.ir import FORMAT_FROM_MNN, NC4HW4, NCHW, Command, Region, TensorDesc
+from mnnpy.core.shape._util import np_dtype
+from mnnpy.schema import mnn_generated as fb
+from mnnpy.schema.errors import ModelError
+
+OT = fb.OpType
+RASTER = int(OT.Raster)
+SHAPE_QUERIES = {int(OT.Shape), int(OT.Rank), int(OT.Size)}
+_OP_NAMES = {v: k for k, v in vars(OT).items() if not k.startswith("_")}
+
+
+class UnsupportedOp(ModelError):  # noqa: N818 - the name the design uses
+    """An op has no shape function or no kernel on any backend."""
+
+
+def op_type_name(t: int) -> str:
+    """MNN's name of an OpType number."""
+    return _OP_NAMES.get(int(t), f"OpType{t}")
+
+
+@dataclass
+class RasterSpec:
+    """What a Raster command writes: regions and gathers whose origins are positions in the command's inputs."""
+
+    regions: list[Region]
+    gathers: list[Gather]
+    full: bool
+
+
+@dataclass
+class Graph:
+    """The encoded graph.
+
+    Attributes:
+        descs: tensor index -> descriptor (None for tensors no op produces).
+        values: tensor index -> logical value, for constants and folded tensors.
+        commands: real commands in run order (Raster commands included).
+        inputs / outputs: graph input and output tensor indices.
+        names: tensor names.
+    """
+
+    descs: list[TensorDesc | None]
+    values: dict[int, np.ndarray]
+    commands: list[Command]
+    inputs: list[int]
+    outputs: list[int]
+    names: list[str]
+    folded: int = 0
+    virtual: dict[int, list[Region]] = field(default_factory=dict)
+
+    def add_tensor(self, desc: TensorDesc, name: str) -> int:
+        """Append a generated tensor (format conversion, copies) and return its index."""
+        self.descs.append(desc)
+        self.names.append(name)
+        return len(self.descs) - 1
+
+
+def blob_value(blob: Any) -> np.ndarray:
+    """A Const op's Blob as a numpy array (int64 narrowed to int32, bool as int32)."""
+    dims = [] if blob.dims is None else [int(d) for d in np.asarray(blob.dims).ravel()]
+    dtype = np_dtype(blob.dataType)
+    for attr in ("float32s", "int32s", "int64s", "uint8s", "int8s"):
+        data = getattr(blob, attr, None)
+        if data is not None and len(data):
+            return np.asarray(data).astype(dtype).reshape(dims)
+    return np.zeros(dims, dtype=dtype)
+
+
+def _input_desc(op: Any, override: tuple[int, ...] | None) -> TensorDesc:
+    p = op.main
+    dims = [int(d) for d in np.asarray(p.dims).ravel()] if p is not None and p.dims is not None else []
+    shape = tuple(override) if override is not None else tuple(1 if d < 0 else d for d in dims)
+    fmt = FORMAT_FROM_MNN.get(p.dformat, NCHW) if p is not None else NC4HW4
+    return TensorDesc(shape, np_dtype(p.dtype if p is not None else 1), fmt)
+
+
+def encode(net: Any, input_shapes: dict[int, tuple[int, ...]], keep: set[int], eval_const: Any) -> Graph:
+    """Shape inference, constant folding and geometry over the whole net.
+
+    Args:
+        net: the object-API `fb.NetT`.
+        input_shapes: user shapes of input tensors (from `resizeTensor`).
+        keep: tensors that must be materialised (outputs, saveTensors).
+        eval_const: `fn(op, in_values, out_descs) -> list[np.ndarray]` that runs an op on constants (CPU).
+    """
+    registry.load_core()
+    names = [str(n) for n in (net.tensorName or [])]
+    n = len(names)
+    g = Graph([None] * n, {}, [], [], [], names)
+    pending: list[Command] = []
+    for op in net.oplists or []:
+        ins = [int(i) for i in np.asarray(op.inputIndexes if op.inputIndexes is not None else []).ravel()]
+        outs = [int(i) for i in np.asarray(op.outputIndexes if op.outputIndexes is not None else []).ravel()]
+        name = str(op.name or "")
+        if op.type == OT.Input:
+            g.descs[outs[0]] = _input_desc(op, input_shapes.get(outs[0]))
+            g.inputs.append(outs[0])
+            continue
+        if op.type == OT.Const:
+            value = blob_value(op.main)
+            g.values[outs[0]] = value
+            g.descs[outs[0]] = TensorDesc(value.shape, value.dtype, NCHW)
+            continue
+        in_descs = [g.descs[i] for i in ins]
+        missing = [names[i] for i, d in zip(ins, in_descs, strict=True) if d is None]
+        if missing:
+            raise ModelError(f"op {name!r}: input tensor(s) {missing} are never produced")
+        if op.type in SHAPE_QUERIES:
+            shape = in_descs[0].shape
+            value = np.array(shape if op.type == OT.Shape else len(shape) if op.type == OT.Rank
+                             else int(np.prod(shape)), dtype=np.int32)
+            g.values[outs[0]] = value
+            g.descs[outs[0]] = TensorDesc(value.shape, np.int32, NCHW)
+            continue
+        entry = registry.SHAPES.get(int(op.type))
+        if entry is None:
+            raise UnsupportedOp(f"op {name!r} of type {op_type_name(op.type)} ({op.type}) is not supported "
+                                f"(no shape function)")
+        in_values = [g.values.get(i) for i in ins]
+        for pos in entry.needs_values:
+            if pos < len(ins) and in_values[pos] is None:
+                raise ModelError(f"op {name!r} ({op_type_name(op.type)}): input {names[ins[pos]]!r} must be known "
+                                 f"before running (its value decides the output shape)")
+        try:
+            out_descs = entry.fn(op, in_descs, in_values)
+        except (ValueError, IndexError, TypeError, ZeroDivisionError, NotImplementedError) as exc:
+            raise ModelError(f"op {name!r} ({op_type_name(op.type)}): shape inference failed for inputs "
+                             f"{[d.shape for d in in_descs]}: {exc}") from exc
+        for i, d in zip(outs, out_descs, strict=False):
+            g.descs[i] = d
+        if ins and all(v is not None for v in in_values):
+            for i, v in zip(outs, eval_const(op, in_values, out_descs), strict=False):
+                g.values[i] = v
+                g.descs[i] = TensorDesc(v.shape, v.dtype, NCHW)
+            g.folded += 1
+            continue
+        geo = registry.GEOMETRY.get(int(op.type))
+        regions = geo(op, in_descs, out_descs, in_values) if geo is not None else None
+        if regions is not None:
+            for i, regs in zip(outs, regions, strict=True):
+                g.virtual[i] = [Region(r.src, r.dst, r.size, ins[r.origin]) for r in regs]
+            continue
+        pending.append(Command(int(op.type), name, ins, outs, op))
+    outputs = [names.index(str(o)) for o in (net.outputName or []) if str(o) in names]
+    if not outputs:
+        used = {i for c in pending for i in c.inputs} | {r.origin for rs in g.virtual.values() for r in rs}
+        outputs = [i for c in pending for i in c.outputs if i not in used]
+        outputs += [i for i in g.virtual if i not in used]
+    g.outputs = outputs
+    g.commands = _materialise(g, pending, set(outputs) | keep)
+    return g
+
+
+def _materialise(g: Graph, pending: list[Command], keep: set[int]) -> list[Command]:
+    """Insert one Raster command per virtual tensor a real command reads (or the user keeps), fusing chains."""
+    done: set[int] = set()
+    commands: list[Command] = []
+
+    def size_of(i: int) -> int:
+        return g.descs[i].size
+
+    def need(i: int) -> None:
+        if i not in g.virtual or i in done:
+            return
+        done.add(i)
+        regions, gathers = fuse(g.virtual[i], g.virtual, size_of)
+        origins = sorted({r.origin for r in regions} | {x.origin for x in gathers})
+        for o in origins:
+            need(o)
+        pos = {o: k for k, o in enumerate(origins)}
+        spec = RasterSpec([Region(r.src, r.dst, r.size, pos[r.origin]) for r in regions],
+                          [Gather(pos[x.origin], x.src_idx, x.dst_idx) for x in gathers],
+                          _covers(regions, gathers, size_of(i)))
+        commands.append(Command(RASTER, f"raster:{g.names[i]}", origins, [i], spec))
+
+    for cmd in pending:
+        for i in cmd.inputs:
+            need(i)
+        commands.append(cmd)
+    for i in sorted(keep):
+        need(i)
+    return commands
+
+
+def _covers(regions: list[Region], gathers: list[Gather], size: int) -> bool:
+    if gathers:
+        hit = np.zeros(size, dtype=bool)
+        for x in gathers:
+            hit[x.dst_idx] = True
+        for r in regions:
+            hit[ref_raster.region_indices(r.dst.offset, r.dst.stride, r.size)] = True
+        return bool(hit.all())
+    return ref_raster.is_full(regions, size)

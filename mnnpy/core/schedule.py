@@ -1,0 +1,158 @@
+"""Pre-inference, part 2 (MNN: `Schedule` + `Pipeline::allocMemory`): pick a backend per command (None from
+`on_create` -> CPU fallback), insert layout conversions where a kernel's formats differ, plan memory by reference
+counts over command order, then `on_resize` every execution.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from mnnpy.core.backend import Backend, StorageType, TensorRef
+from mnnpy.core.geometry._regions import full_copy
+from mnnpy.core.geometry.fuse import Gather
+from mnnpy.core.ir import NC4HW4, Command, TensorDesc
+from mnnpy.core.pipeline import RASTER, Graph, RasterSpec, UnsupportedOp, op_type_name
+
+ANY = ("NCHW", "NHWC", "NC4HW4")
+
+
+def _convert_value(value: np.ndarray, fmt: str) -> np.ndarray:
+    """Physical array of a logical constant in format `fmt`."""
+    if fmt != NC4HW4:
+        return value
+    from mnnpy.core.ir import packed_dims
+
+    nc = value.shape if value.ndim >= 2 else ((value.shape[0], 1) if value.ndim else (1, 1))
+    x = value.reshape(nc)
+    c = nc[1]
+    pad = np.zeros((nc[0], -(-c // 4) * 4 - c, *nc[2:]), dtype=value.dtype)
+    full = np.concatenate([x, pad], axis=1).reshape(nc[0], -1, 4, *nc[2:])
+    return np.ascontiguousarray(np.moveaxis(full, 2, -1)).reshape(packed_dims(value.shape))
+
+
+class Scheduler:
+    """Turns an encoded Graph into bound executions on a main backend with a CPU backup."""
+
+    def __init__(self, graph: Graph, main: Backend, backup: Backend) -> None:
+        self.g = graph
+        self.main = main
+        self.backup = backup
+        self.refs: dict[int, TensorRef] = {}
+        self.owner: dict[int, Backend] = {}
+        self.commands: list[Command] = []
+        self._converted: dict[tuple[int, str], int] = {}
+
+    def ref(self, i: int) -> TensorRef:
+        """The TensorRef of tensor `i` (constants carry their physical value)."""
+        r = self.refs.get(i)
+        if r is None:
+            desc = self.g.descs[i]
+            value = self.g.values.get(i)
+            r = TensorRef(i, desc, self.g.names[i], value, const=value is not None)
+            self.refs[i] = r
+        return r
+
+    def _convert(self, i: int, fmt: str, before: list[Command]) -> int:
+        """Tensor `i` in format `fmt`: a converted constant, or a new tensor written by a Raster command."""
+        key = (i, fmt)
+        if key in self._converted:
+            return self._converted[key]
+        desc = self.g.descs[i].with_(fmt=fmt)
+        j = self.g.add_tensor(desc, f"{self.g.names[i]}__{fmt}")
+        if i in self.g.values:
+            self.g.values[j] = self.g.values[i]
+            self.refs[j] = TensorRef(j, desc, self.g.names[j], _convert_value(self.g.values[i], fmt), const=True)
+        else:
+            spec = RasterSpec(full_copy(desc.size, 0), [], True)
+            cmd = Command(RASTER, f"convert:{self.g.names[i]}->{fmt}", [i], [j], spec)
+            self._create(cmd, ANY)
+            before.append(cmd)
+        self._converted[key] = j
+        return j
+
+    def _create(self, cmd: Command, formats: Sequence[str]) -> None:
+        outs = []
+        for o in cmd.outputs:
+            d = self.g.descs[o]
+            if d.fmt not in formats:
+                d = d.with_(fmt=formats[0])
+                self.g.descs[o] = d
+            outs.append(self.ref(o))
+        ins = [self.ref(i) for i in cmd.inputs]
+        for backend in (self.main, self.backup) if self.main is not self.backup else (self.main,):
+            execution = backend.on_create(cmd.op_type, cmd.op, ins, outs)
+            if execution is not None:
+                cmd.execution = execution
+                cmd.backend = backend.name
+                for o in cmd.outputs:
+                    self.owner[o] = backend
+                return
+        raise UnsupportedOp(f"op {cmd.name!r} of type {op_type_name(cmd.op_type)} ({cmd.op_type}) has no "
+                            f"implementation on backend {self.main.name!r} nor on the CPU")
+
+    def schedule(self) -> list[Command]:
+        """Create executions in order, inserting format conversions."""
+        for cmd in self.g.commands:
+            before: list[Command] = []
+            if cmd.op_type == RASTER:
+                formats: Sequence[str] = ANY
+            else:
+                formats = self.main.supported_formats(cmd.op_type)
+                if self.main.on_create is not None and cmd.op_type not in _known(self.main):
+                    formats = self.backup.supported_formats(cmd.op_type)
+                cmd.inputs = [i if self.g.descs[i].fmt in formats else self._convert(i, formats[0], before)
+                              for i in cmd.inputs]
+            self._create(cmd, formats)
+            self.commands += [*before, cmd]
+        return self.commands
+
+    def plan(self, inputs: Sequence[int], keep: set[int]) -> None:
+        """Reference-count lifetimes over command order, acquire/release in the backends, bind, on_resize."""
+        backends = [self.main] if self.main is self.backup else [self.main, self.backup]
+        for b in backends:
+            b.on_resize_begin()
+        uses: dict[int, int] = {}
+        for cmd in self.commands:
+            for i in cmd.inputs:
+                uses[i] = uses.get(i, 0) + 1
+        pinned = set(inputs) | keep
+        for i in inputs:
+            self.ref(i)
+            self.main.on_acquire(self.refs[i], StorageType.DYNAMIC_SEPARATE)
+            self.owner[i] = self.main
+        for cmd in self.commands:
+            for o in cmd.outputs:
+                r = self.refs[o]
+                if not r.const:
+                    kind = StorageType.DYNAMIC_SEPARATE if o in pinned else StorageType.DYNAMIC
+                    self.owner[o].on_acquire(r, kind)
+            for i in cmd.inputs:
+                uses[i] -= 1
+                r = self.refs[i]
+                if uses[i] == 0 and not r.const and i not in pinned:
+                    self.owner[i].on_release(r, StorageType.DYNAMIC)
+        for b in backends:
+            b.on_resize_end()
+        for cmd in self.commands:
+            cmd.execution.on_resize()
+            cmd.info = {"backend": cmd.backend, **cmd.execution.info()}
+
+
+def _known(backend: Backend) -> set[int]:
+    from mnnpy.core import registry
+
+    return set(registry.KERNELS.get(backend.name, {}))
+
+
+def describe_raster(spec: Any) -> dict[str, Any]:
+    """Short description of a Raster command for `session.info()`."""
+    gathers = spec.gathers if isinstance(spec, RasterSpec) else []
+    return {"regions": len(spec.regions), "gathers": sum(int(x.src_idx.size) for x in gathers if isinstance(x, Gather))}
+
+
+def desc_of(ref: TensorRef) -> TensorDesc:
+    """The descriptor of a bound tensor."""
+    return ref.desc

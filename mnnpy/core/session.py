@@ -1,0 +1,165 @@
+"""A Session: pre-inference once per input shape (`resize`), then bare runs (MNN: `Session`).
+
+`resize` = encode (shape, folding, geometry) -> schedule (backend per command, layout converts) -> memory plan ->
+`on_resize`. `run` only calls `on_execute` on every command.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from mnnpy.core import registry
+from mnnpy.core.backend import Backend, BackendUnavailable, TensorRef
+from mnnpy.core.geometry import raster as ref_raster
+from mnnpy.core.ir import NCHW, TensorDesc
+from mnnpy.core.pipeline import RASTER, encode, op_type_name
+from mnnpy.core.schedule import Scheduler, _convert_value
+from mnnpy.schema.errors import ModelError
+
+COUNTERS: dict[str, int] = {"resizes": 0, "runs": 0, "weight_transforms": 0}
+BACKEND_NAMES = {0: "cpu", 3: "opencl", 4: "auto", 7: "vulkan", "CPU": "cpu", "OPENCL": "opencl",
+                 "VULKAN": "vulkan", "AUTO": "auto"}
+
+
+def backend_name(value: Any) -> str:
+    """Config `backend` value (name or MNNForwardType int) -> backend package name."""
+    if isinstance(value, str):
+        return BACKEND_NAMES.get(value.upper(), value.lower())
+    return BACKEND_NAMES.get(int(value), "cpu") if value is not None else "cpu"
+
+
+def _make_backend(name: str, config: dict[str, Any]) -> Backend:
+    if name == "auto":
+        for cand in ("opencl", "vulkan", "cpu"):
+            try:
+                return registry.get_runtime(cand).create_backend(config)
+            except BackendUnavailable:
+                continue
+    try:
+        return registry.get_runtime(name).create_backend(config)
+    except BackendUnavailable:
+        backup = backend_name(config.get("backupType", "CPU"))
+        return registry.get_runtime(backup).create_backend(config)
+
+
+class Session:
+    """One runnable instance of a net for a ScheduleConfig (MNN: `Session`)."""
+
+    def __init__(self, net: Any, config: dict[str, Any] | None = None) -> None:
+        self.net = net
+        self.config = dict(config or {})
+        self.main = _make_backend(backend_name(self.config.get("backend", "CPU")), self.config)
+        self.backup = self.main if self.main.name == "cpu" else registry.get_runtime("cpu").create_backend(self.config)
+        self.input_shapes: dict[int, tuple[int, ...]] = {}
+        self.names = [str(n) for n in (net.tensorName or [])]
+        self.save = {self.names.index(s) for s in self.config.get("saveTensors", ()) if s in self.names}
+        self.commands: list = []
+        self.refs: dict[int, TensorRef] = {}
+        self.resize_time = 0.0
+        self.resize()
+
+    # *** pre-inference ***
+    def _eval_const(self, op: Any, in_values: list[np.ndarray], out_descs: list[TensorDesc]) -> list[np.ndarray]:
+        """Run one op on constant inputs on the CPU backup backend (resize-time constant folding)."""
+        geo = registry.GEOMETRY.get(int(op.type))
+        in_descs = [TensorDesc(v.shape, v.dtype, NCHW) for v in in_values]
+        regions = geo(op, in_descs, out_descs, in_values) if geo is not None else None
+        if regions is not None:
+            return [ref_raster.raster(r, in_values, d.shape, d.dtype) for r, d in zip(regions, out_descs, strict=True)]
+        fmts = self.backup.supported_formats(op.type)
+        fmt = NCHW if NCHW in fmts else fmts[0]
+        ins = [TensorRef(-1, TensorDesc(v.shape, v.dtype, fmt if k == 0 else NCHW), "",
+                         _convert_value(v, fmt) if k == 0 else v, True) for k, v in enumerate(in_values)]
+        outs = [TensorRef(-1, d.with_(fmt=fmt)) for d in out_descs]
+        for r in outs:
+            r.array = np.zeros(r.desc.physical_shape, dtype=r.desc.dtype)
+        execution = self.backup.on_create(op.type, op, ins, outs)
+        if execution is None:
+            raise ModelError(f"op {op.name!r} ({op_type_name(op.type)}): cannot fold constants, no CPU kernel")
+        execution.on_resize()
+        execution.on_execute()
+        from mnnpy.backends.cpu.layout import logical
+
+        return [np.array(logical(r)) for r in outs]
+
+    def resize(self) -> None:
+        """Redo pre-inference for the current input shapes (MNN: `Session::resize`)."""
+        t0 = time.perf_counter()
+        graph = encode(self.net, self.input_shapes, self.save, self._eval_const)
+        sched = Scheduler(graph, self.main, self.backup)
+        self.commands = sched.schedule()
+        for i in graph.outputs:
+            sched.ref(i)
+        sched.plan(graph.inputs, set(graph.outputs) | self.save)
+        self.graph = graph
+        self.refs = sched.refs
+        self.scheduler = sched
+        self.resize_time = time.perf_counter() - t0
+        COUNTERS["resizes"] += 1
+
+    # *** running ***
+    def run(self, before: Callable | None = None, after: Callable | None = None) -> None:
+        """Run every command (MNN: `Pipeline::execute`); callbacks get (command, tensors) and may stop the run."""
+        for b in {id(self.main): self.main, id(self.backup): self.backup}.values():
+            b.on_execute_begin()
+        for cmd in self.commands:
+            if before is not None and before(cmd) is False:
+                continue
+            cmd.execution.on_execute()
+            if after is not None and after(cmd) is False:
+                break
+        for b in {id(self.main): self.main, id(self.backup): self.backup}.values():
+            b.on_execute_end()
+        COUNTERS["runs"] += 1
+
+    # *** tensors ***
+    def input_index(self, name: str | None) -> int:
+        """Index of an input tensor by name (None: the first input)."""
+        if name is None:
+            return self.graph.inputs[0]
+        if name not in self.names or self.names.index(name) not in self.graph.inputs:
+            raise ModelError(f"no input tensor named {name!r}; inputs are {self.input_names()}")
+        return self.names.index(name)
+
+    def output_index(self, name: str | None) -> int:
+        """Index of an output (or saved) tensor by name (None: the first output)."""
+        if name is None:
+            return self.graph.outputs[0]
+        idx = self.names.index(name) if name in self.names else -1
+        if idx < 0 or (idx not in self.refs and idx not in self.graph.values):
+            raise ModelError(f"no output tensor named {name!r}; outputs are {self.output_names()}")
+        return idx
+
+    def input_names(self) -> list[str]:
+        """Names of the graph inputs."""
+        return [self.names[i] for i in self.graph.inputs]
+
+    def output_names(self) -> list[str]:
+        """Names of the graph outputs."""
+        return [self.names[i] for i in self.graph.outputs]
+
+    def tensor_ref(self, index: int) -> TensorRef:
+        """The bound tensor (constants get a ref carrying their value)."""
+        return self.scheduler.ref(index)
+
+    def release(self) -> None:
+        """Drop executions and arenas (MNN: `Interpreter::releaseSession`)."""
+        for b in {id(self.main): self.main, id(self.backup): self.backup}.values():
+            b.on_clear()
+        self.commands = []
+        self.refs = {}
+
+    # *** introspection ***
+    def info(self) -> dict[str, Any]:
+        """Per command: backend, algorithm, plan; plus the memory plan (arena bytes vs sum of tensor bytes)."""
+        cmds = []
+        for c in self.commands:
+            item = {"name": c.name, "type": "Raster" if c.op_type == RASTER else op_type_name(c.op_type), **c.info}
+            cmds.append(item)
+        mem = self.main.memory_info()
+        return {"backend": self.main.name, "commands": cmds, "memory": mem, "folded_ops": self.graph.folded,
+                "resize_seconds": self.resize_time}

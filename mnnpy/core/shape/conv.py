@@ -1,0 +1,108 @@
+"""Shapes of convolution, deconvolution, pooling and resize (NC4HW4 ops)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from mnnpy.core.ir import NC4HW4, TensorDesc
+from mnnpy.core.registry import shape_fn
+from mnnpy.core.shape._util import ints
+from mnnpy.schema import mnn_generated as fb
+from mnnpy.schema.errors import ModelError
+
+OT = fb.OpType
+
+
+def _pads(common: Any) -> tuple[int, int, int, int]:
+    """(top, left, bottom, right) from MNN's pads list or padY/padX."""
+    pads = ints(common.pads)
+    if len(pads) == 4:
+        return pads[0], pads[1], pads[2], pads[3]
+    return common.padY, common.padX, common.padY, common.padX
+
+
+def conv_out_size(size: int, k: int, s: int, d: int, pad_b: int, pad_e: int, mode: int) -> int:
+    """One spatial output size of a convolution/pooling window (PadMode CAFFE=0, VALID=1, SAME=2)."""
+    ek = d * (k - 1) + 1
+    if mode == 2:
+        return math.ceil(size / s)
+    if mode == 1:
+        return math.ceil((size - ek + 1) / s)
+    return (size + pad_b + pad_e - ek) // s + 1
+
+
+@shape_fn(OT.Convolution, OT.ConvolutionDepthwise)
+def conv(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
+    c = op.main.common
+    x = descs[0]
+    if len(x.shape) != 4:
+        raise ModelError(f"op {op.name!r}: convolution input must be 4-D, got {x.shape}")
+    if x.shape[1] != c.inputCount and c.inputCount > 0 and op.type == OT.Convolution:
+        raise ModelError(f"op {op.name!r}: input has {x.shape[1]} channels, the weights expect {c.inputCount}")
+    top, left, bottom, right = _pads(c)
+    oh = conv_out_size(x.shape[2], c.kernelY, c.strideY, c.dilateY, top, bottom, c.padMode)
+    ow = conv_out_size(x.shape[3], c.kernelX, c.strideX, c.dilateX, left, right, c.padMode)
+    if oh <= 0 or ow <= 0:
+        raise ModelError(f"op {op.name!r}: input {x.shape} is smaller than the kernel")
+    return [TensorDesc((x.shape[0], c.outputCount, oh, ow), x.dtype, NC4HW4)]
+
+
+@shape_fn(OT.Deconvolution, OT.DeconvolutionDepthwise)
+def deconv(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
+    c = op.main.common
+    x = descs[0]
+    if c.hasOutputShape and len(values) > 1 and values[-1] is not None:
+        out = ints(values[-1])
+        return [TensorDesc((x.shape[0], c.outputCount, out[-2], out[-1]), x.dtype, NC4HW4)]
+    top, left, bottom, right = _pads(c)
+    outpads = ints(c.outPads) or [0, 0]
+    dims = []
+    for size, k, s, d, pb, pe, op_ in ((x.shape[2], c.kernelY, c.strideY, c.dilateY, top, bottom, outpads[0]),
+                                       (x.shape[3], c.kernelX, c.strideX, c.dilateX, left, right, outpads[-1])):
+        if c.padMode == 2:
+            dims.append(size * s)
+        elif c.padMode == 1:
+            dims.append((size - 1) * s + d * (k - 1) + 1)
+        else:
+            dims.append((size - 1) * s + d * (k - 1) + 1 - pb - pe + op_)
+    return [TensorDesc((x.shape[0], c.outputCount, dims[0], dims[1]), x.dtype, NC4HW4)]
+
+
+@shape_fn(OT.Pooling, OT.Pooling3D)
+def pool(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
+    p = op.main
+    x = descs[0]
+    if p is None or p.isGlobal:
+        return [TensorDesc((x.shape[0], x.shape[1]) + (1,) * (len(x.shape) - 2), x.dtype, NC4HW4)]
+    pads = ints(p.pads)
+    top, left, bottom, right = pads if len(pads) == 4 else (p.padY, p.padX, p.padY, p.padX)
+    dims = []
+    for size, k, s, pb, pe in ((x.shape[2], p.kernelY, p.strideY, top, bottom),
+                               (x.shape[3], p.kernelX, p.strideX, left, right)):
+        if p.padType == 2:
+            dims.append(math.ceil(size / s))
+        elif p.padType == 1:
+            dims.append(math.ceil((size - k + 1) / s))
+        elif p.ceilModel:
+            dims.append(math.ceil((size + pb + pe - k) / s) + 1)
+        else:
+            dims.append((size + pb + pe - k) // s + 1)
+    return [TensorDesc((x.shape[0], x.shape[1], dims[0], dims[1]), x.dtype, NC4HW4)]
+
+
+@shape_fn(OT.Interp, needs_values=(1,))
+def interp(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
+    p = op.main
+    x = descs[0]
+    oh, ow = p.outputHeight, p.outputWidth
+    if len(values) > 1 and values[1] is not None:
+        v = values[1].ravel()
+        if v.dtype.kind == "f":  # scales for every dim (ONNX) or (h, w)
+            sh, sw = float(v[-2]), float(v[-1])
+            oh, ow = math.floor(x.shape[2] * sh), math.floor(x.shape[3] * sw)
+        else:
+            oh, ow = int(v[-2]), int(v[-1])
+    elif oh <= 0 or ow <= 0:
+        oh, ow = int(x.shape[2] * p.heightScale), int(x.shape[3] * p.widthScale)
+    return [TensorDesc((x.shape[0], x.shape[1], oh, ow), x.dtype, NC4HW4)]

@@ -1,0 +1,69 @@
+"""Shared fixtures: build ONNX graphs in code, convert them with the official converter, run them in mnnpy and
+onnxruntime. Helpers live in `support/` (pythonpath); this file only adds the `e2e` fixture."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+
+class E2E:
+    """Convert (official MNN converter), run in mnnpy and in onnxruntime, compare."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.count = 0
+
+    def convert(self, model: Any) -> Path:
+        """Save an onnx ModelProto and convert it to .mnn with the official converter."""
+        import onnx
+        from support.official import convert
+
+        self.count += 1
+        src = self.tmp / f"m{self.count}.onnx"
+        onnx.save(model, str(src))
+        return convert(src, self.tmp / f"m{self.count}.mnn")
+
+    def mnnpy(self, path: Path, feeds: dict[str, np.ndarray], config: dict | None = None) -> dict[str, np.ndarray]:
+        """Run a .mnn in mnnpy through the MNN-compatible API."""
+        import mnnpy as MNN  # noqa: N812 - as official scripts do
+
+        interp = MNN.Interpreter(str(path))
+        session = interp.createSession(config or {})
+        for name, x in feeds.items():
+            t = interp.getSessionInput(session, name)
+            if tuple(t.getShape()) != x.shape:
+                interp.resizeTensor(t, x.shape)
+                interp.resizeSession(session)
+                t = interp.getSessionInput(session, name)
+            t.copyFrom(x)
+        interp.runSession(session)
+        return {k: v.getNumpyData() for k, v in interp.getSessionOutputAll(session).items()}
+
+    def ort(self, model: Any, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run the ONNX model in onnxruntime."""
+        ort = pytest.importorskip("onnxruntime")
+        sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        names = [o.name for o in sess.get_outputs()]
+        return dict(zip(names, sess.run(None, feeds), strict=True))
+
+    def check(self, model: Any, feeds: dict[str, np.ndarray], rtol: float = 1e-4, atol: float = 1e-5,
+              config: dict | None = None) -> dict[str, np.ndarray]:
+        """Convert, run both, assert every output matches; returns mnnpy's outputs."""
+        got = self.mnnpy(self.convert(model), feeds, config)
+        want = self.ort(model, feeds)
+        for name, ref in want.items():
+            assert name in got, f"output {name} missing; mnnpy has {list(got)}"
+            np.testing.assert_allclose(got[name].reshape(ref.shape), ref, rtol=rtol, atol=atol, err_msg=name)
+        return got
+
+
+@pytest.fixture
+def e2e(tmp_path: Path) -> E2E:
+    """End-to-end helper (needs onnx, onnxruntime and the official MNN wheel; skips otherwise)."""
+    pytest.importorskip("onnx")
+    pytest.importorskip("MNN")
+    return E2E(tmp_path)

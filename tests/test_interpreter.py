@@ -1,0 +1,117 @@
+"""MNN's Interpreter/Session/Tensor API on models converted by the official converter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from mnnpy.schema.errors import ModelError
+from onnx import TensorProto as T
+from onnx import helper as h
+from onnx import numpy_helper as nh
+
+import mnnpy as MNN  # noqa: N812 - the official scripts spell it so
+from mnnpy.core import memory, session
+
+
+def _w(rng: np.random.Generator, name: str, *shape: int) -> object:
+    return nh.from_array((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
+
+
+def small_cnn(dims: tuple = (1, 3, 9, 9)) -> object:
+    rng = np.random.default_rng(0)
+    nodes = [
+        h.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        h.make_node("Relu", ["c1"], ["r1"]),
+        h.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+        h.make_node("Conv", ["p1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], group=5),
+        h.make_node("Add", ["c2", "p1"], ["a1"]),
+        h.make_node("Sigmoid", ["a1"], ["s1"]),
+        h.make_node("Mul", ["s1", "a1"], ["m1"]),
+        h.make_node("GlobalAveragePool", ["m1"], ["g"]),
+        h.make_node("Flatten", ["g"], ["f"]),
+        h.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1),
+        h.make_node("Softmax", ["y"], ["z"], axis=-1),
+    ]
+    inits = [_w(rng, "w1", 5, 3, 3, 3), _w(rng, "b1", 5), _w(rng, "w2", 5, 1, 3, 3), _w(rng, "b2", 5),
+             _w(rng, "wf", 7, 5), _w(rng, "bf", 7)]
+    graph = h.make_graph(nodes, "cnn", [h.make_tensor_value_info("x", T.FLOAT, list(dims))],
+                         [h.make_tensor_value_info("z", T.FLOAT, None)], inits)
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
+
+
+@pytest.fixture
+def cnn(e2e: object) -> tuple:
+    model = small_cnn()
+    return model, e2e.convert(model)
+
+
+def test_official_style_script(cnn: tuple, e2e: object) -> None:
+    model, path = cnn
+    x = np.random.default_rng(1).standard_normal((1, 3, 9, 9)).astype(np.float32)
+    interpreter = MNN.Interpreter(str(path))
+    s = interpreter.createSession({"numThread": 1})
+    input_tensor = interpreter.getSessionInput(s)
+    tmp_input = MNN.Tensor((1, 3, 9, 9), MNN.Halide_Type_Float, x, MNN.Tensor_DimensionType_Caffe)
+    input_tensor.copyFrom(tmp_input)
+    assert interpreter.runSession(s) == 0
+    output_tensor = interpreter.getSessionOutput(s)
+    tmp_output = MNN.Tensor((1, 7), MNN.Halide_Type_Float, np.ones([1, 7]).astype(np.float32),
+                            MNN.Tensor_DimensionType_Caffe)
+    output_tensor.copyToHostTensor(tmp_output)
+    ref = e2e.ort(model, {"x": x})["z"]
+    np.testing.assert_allclose(tmp_output.getNumpyData(), ref, rtol=1e-4, atol=1e-6)
+    assert output_tensor.getShape() == (1, 7)
+    assert output_tensor.getDataType() is MNN.Halide_Type_Float
+    assert interpreter.getSessionInfo(s, 0) > 0
+    assert interpreter.getSessionInfo(s, 1) > 0
+    assert set(interpreter.getSessionInputAll(s)) == {"x"}
+
+
+def test_second_run_allocates_nothing(cnn: tuple) -> None:
+    _, path = cnn
+    interp = MNN.Interpreter(str(path))
+    s = interp.createSession()
+    interp.getSessionInput(s).copyFrom(np.ones((1, 3, 9, 9), np.float32))
+    interp.runSession(s)
+    before = (memory.COUNTERS["arena_allocations"], session.COUNTERS["weight_transforms"], session.COUNTERS["resizes"])
+    first = interp.getSessionOutput(s).getNumpyData()
+    interp.runSession(s)
+    after = (memory.COUNTERS["arena_allocations"], session.COUNTERS["weight_transforms"], session.COUNTERS["resizes"])
+    assert before == after
+    np.testing.assert_array_equal(first, interp.getSessionOutput(s).getNumpyData())
+
+
+def test_resize_tensor_and_session(cnn: tuple, e2e: object) -> None:
+    _model, path = cnn
+    x = np.random.default_rng(2).standard_normal((2, 3, 12, 10)).astype(np.float32)
+    got = e2e.mnnpy(path, {"x": x})["z"]
+    want = e2e.ort(small_cnn(("N", 3, "H", "W")), {"x": x})["z"]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+
+
+def test_wrong_input_shape_names_tensor(cnn: tuple) -> None:
+    _, path = cnn
+    interp = MNN.Interpreter(str(path))
+    s = interp.createSession()
+    with pytest.raises(ModelError, match="'x'"):
+        interp.getSessionInput(s).copyFrom(np.ones((1, 3, 5, 5), np.float32))
+    with pytest.raises(ModelError, match="'x'"):
+        interp.getSessionInput(s).copyFrom(np.ones((1, 3, 9, 9), np.int32))
+    with pytest.raises(ModelError, match="nope"):
+        interp.getSessionInput(s, "nope")
+
+
+def test_callbacks_and_release(cnn: tuple) -> None:
+    _, path = cnn
+    interp = MNN.Interpreter(str(path))
+    s = interp.createSession()
+    seen: list[str] = []
+    interp.runSessionWithCallBackInfo(s, lambda ts, info: seen.append(info.getType()) or True,
+                                      lambda ts, info: info.getFlops() >= 0)
+    assert "Convolution" in seen and "Softmax" in seen
+    names: list[str] = []
+    interp.runSessionWithCallBack(s, None, lambda ts, name: names.append(name) or True)
+    assert "z" in names
+    assert interp.releaseSession(s)
+    with pytest.raises(ModelError):
+        interp.runSession(s)
