@@ -157,7 +157,7 @@ class Conv2DKernel:
         y += self.bias_row
         self._activate(y)
         n, oh, ow, ocp = y.shape
-        np.copyto(out, y.reshape(n, oh, ow, ocp // PACK, PACK).transpose(0, 3, 1, 2, 4))
+        copy_pixels(out, y.reshape(n, oh, ow, ocp // PACK, PACK), (0, 3, 1, 2))
 
 
 def nhwc_view(buffer: np.ndarray, rows: slice, cols: slice) -> np.ndarray:
@@ -170,6 +170,28 @@ def nhwc_view(buffer: np.ndarray, rows: slice, cols: slice) -> np.ndarray:
 def from_nc4hw4(x: np.ndarray) -> np.ndarray:
     """``[N, H, W, C4, 4]`` transposed view of an NC4HW4 array (no copy)."""
     return x.transpose(0, 2, 3, 1, 4)
+
+
+_LANE = np.dtype("V16")  # one NC4HW4 pixel: 4 float32 lanes moved as a single 16-byte element
+
+
+def _lanes(a: np.ndarray) -> np.ndarray | None:
+    if a.dtype != np.float32 or a.shape[-1] != PACK or a.strides[-1] != a.itemsize:
+        return None
+    return a.view(_LANE)[..., 0]
+
+
+def copy_pixels(dst: np.ndarray, src: np.ndarray, axes: tuple[int, ...]) -> None:
+    """``dst[...] = src.transpose(*axes, last)`` for ``[..., 4]`` float32 arrays, moving 16-byte pixels.
+
+    Transposing NC4HW4 <-> NHWC with the 4 lanes as one element is 5-10x faster in numpy than with an inner loop
+    of 4 floats. Falls back to a plain strided copy when the lanes are not contiguous.
+    """
+    dst_l, src_l = _lanes(dst), _lanes(src)
+    if dst_l is None or src_l is None:
+        np.copyto(dst, src.transpose(*axes, src.ndim - 1))
+    else:
+        np.copyto(dst_l, src_l.transpose(*axes))
 
 
 def scatter_groups(y_groups: np.ndarray, y_flat: np.ndarray, channels: int) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 
 from mnnpy.core.strategy import ConvPlan
 
-from .common import COUNTERS, Conv2DKernel, Conv2DParams, ceil4, from_nc4hw4, gather_groups
+from .common import COUNTERS, Conv2DKernel, Conv2DParams, ceil4, copy_pixels, gather_groups
 
 
 class DeconvKernel(Conv2DKernel):
@@ -53,7 +53,7 @@ class DeconvKernel(Conv2DKernel):
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """Transposed-convolve NC4HW4 ``x`` into NC4HW4 ``out``."""
-        np.copyto(self.x_nhwc, from_nc4hw4(x))
+        copy_pixels(self.x_nhwc, x, (0, 2, 3, 1))
         np.matmul(self.x_groups, self.weight, out=self.cols)
         self.full.fill(0.0)
         for dst, src in self.pairs:

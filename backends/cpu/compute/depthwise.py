@@ -15,7 +15,7 @@ import numpy as np
 
 from mnnpy.core.strategy import ConvPlan
 
-from .common import COUNTERS, PACK, Conv2DKernel, Conv2DParams, ceil4, from_nc4hw4, nhwc_view
+from .common import COUNTERS, PACK, Conv2DKernel, Conv2DParams, ceil4, copy_pixels, nhwc_view
 
 
 class DepthwiseKernel(Conv2DKernel):
@@ -61,7 +61,7 @@ class DepthwiseKernel(Conv2DKernel):
             np.copyto(self.interior, x)
             acc = out
         else:
-            np.copyto(self.interior, from_nc4hw4(x))
+            copy_pixels(self.interior, x, (0, 2, 3, 1))
             acc = self.acc
         np.multiply(self.taps[0], self.weights[0], out=acc)
         for tap, wt in zip(self.taps[1:], self.weights[1:], strict=True):

@@ -12,7 +12,7 @@ import numpy as np
 
 from mnnpy.core.strategy import ConvPlan, strassen_split
 
-from .common import COUNTERS, Conv2DKernel, Conv2DParams, ceil4, from_nc4hw4, gather_groups, scatter_groups
+from .common import COUNTERS, Conv2DKernel, Conv2DParams, ceil4, copy_pixels, gather_groups, scatter_groups
 
 
 def gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
@@ -122,7 +122,7 @@ class Gemm1x1Kernel(Conv2DKernel):
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out``."""
-        np.copyto(self.x_nhwc, from_nc4hw4(x))
+        copy_pixels(self.x_nhwc, x, (0, 2, 3, 1))
         if self.x_groups is not None:
             np.matmul(self.x_groups, self.weight, out=self.y_groups)
             scatter_groups(self.y_groups, self.y_mat, self.params.out_channels)

@@ -1,9 +1,11 @@
 """im2col + GEMM convolution for any stride, dilation, groups and pads.
 
 At make time the kernel allocates a zero-bordered NHWC input buffer, a window view over it (the im2col "index
-table" expressed as strides: one view per shape, so gathering is a single strided copy), the column buffer, the
-GEMM output and the packed weights ``[G, kh*kw*icg, ocg]``. ``run`` copies the input in, gathers the columns,
-runs one batched GEMM over the groups and stores with bias and activation fused.
+table" expressed as strides, so gathering is one strided copy), the packed weights ``[G, kh*kw*icg, ocg]`` and a
+column buffer for one tile of output rows. Tiles bound the column buffer to ``TILE_BYTES`` (MNN tiles im2col the
+same way) so it stays in cache and large images do not need a huge scratch. ``run`` copies the input in and, per
+tile, gathers the columns and runs one GEMM batched over the groups; then bias and activation are fused into the
+store.
 """
 
 from __future__ import annotations
@@ -13,7 +15,18 @@ from numpy.lib.stride_tricks import as_strided
 
 from mnnpy.core.strategy import ConvPlan
 
-from .common import COUNTERS, Conv2DKernel, Conv2DParams, ceil4, from_nc4hw4, nhwc_view, scatter_groups
+from .common import COUNTERS, Conv2DKernel, Conv2DParams, ceil4, copy_pixels, nhwc_view
+
+TILE_BYTES = 4 << 20
+
+
+def _tiles(n: int, oh: int, row_bytes: int) -> list[tuple[int, int, int, int]]:
+    """(n0, n1, r0, r1) output tiles: whole images when they fit, else bands of rows of one image."""
+    rows = max(1, TILE_BYTES // max(row_bytes, 1))
+    if rows >= oh:
+        images = max(1, rows // oh)
+        return [(i, min(i + images, n), 0, oh) for i in range(0, n, images)]
+    return [(i, i + 1, r, min(r + rows, oh)) for i in range(n) for r in range(0, oh, rows)]
 
 
 class Im2ColKernel(Conv2DKernel):
@@ -29,30 +42,41 @@ class Im2ColKernel(Conv2DKernel):
         cp, ocp = ceil4(c), ceil4(oc)
         icg, ocg = c // g, oc // g
         kc, on = (cp, ocp) if g == 1 else (icg, ocg)  # group 1 keeps padded channels (zero weights)
+        k_len = kh * kw * kc
         hp = max(pt + h, (oh - 1) * sh + (kh - 1) * dh + 1)
         wp = max(pl + w, (ow - 1) * sw + (kw - 1) * dw + 1)
         self.xp = np.zeros((n, hp, wp, cp), dtype=np.float32)
         self.interior = nhwc_view(self.xp, slice(pt, pt + h), slice(pl, pl + w))
         s_n, s_h, s_w, s_c = self.xp.strides
-        self.windows = as_strided(self.xp, shape=(g, n, oh, ow, kh, kw, kc),
-                                  strides=(kc * s_c, s_n, sh * s_h, sw * s_w, dh * s_h, dw * s_w, s_c),
-                                  writeable=False)
-        m = n * oh * ow
-        self.cols = np.empty((g, n, oh, ow, kh, kw, kc), dtype=np.float32)
-        self.cols_mat = self.cols.reshape(g, m, kh * kw * kc)
+        windows = as_strided(self.xp, shape=(g, n, oh, ow, kh, kw, kc),
+                             strides=(kc * s_c, s_n, sh * s_h, sw * s_w, dh * s_h, dw * s_w, s_c), writeable=False)
         self.y = np.zeros((n, oh, ow, ocp), dtype=np.float32)
-        self.y_groups = self.y.reshape(1, m, ocp) if g == 1 else np.empty((g, m, on), dtype=np.float32)
+        tiles = _tiles(n, oh, g * ow * k_len * 4)
+        biggest = max((n1 - n0) * (r1 - r0) * ow for n0, n1, r0, r1 in tiles)
+        cols = np.empty(g * biggest * k_len, dtype=np.float32)
+        grouped = np.empty((g, biggest, on), dtype=np.float32) if g > 1 else None
+        self.steps = []
+        for n0, n1, r0, r1 in tiles:
+            m = (n1 - n0) * (r1 - r0) * ow
+            src = windows[:, n0:n1, r0:r1]
+            dst = cols[: g * m * k_len].reshape(src.shape)
+            y_rows = self.y[n0:n1, r0:r1].reshape(m, ocp)
+            if grouped is None:
+                self.steps.append((dst, src, dst.reshape(m, k_len), y_rows, None))
+            else:
+                scatter = y_rows[:, :oc].reshape(m, g, ocg).transpose(1, 0, 2)
+                self.steps.append((dst, src, dst.reshape(g, m, k_len), grouped[:, :m], scatter))
         packed = np.zeros((g, kh, kw, kc, on), dtype=np.float32)
-        wg = weight.reshape(g, ocg, icg, kh, kw)
-        packed[:, :, :, :icg, :ocg] = wg.transpose(0, 3, 4, 2, 1)
-        self.weight = packed.reshape(g, kh * kw * kc, on)
+        packed[:, :, :, :icg, :ocg] = weight.reshape(g, ocg, icg, kh, kw).transpose(0, 3, 4, 2, 1)
+        self.weight = packed.reshape(g, k_len, on)[0] if g == 1 else packed.reshape(g, k_len, on)
         COUNTERS["weight_transforms"] += 1
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out``."""
-        np.copyto(self.interior, from_nc4hw4(x))
-        np.copyto(self.cols, self.windows)
-        np.matmul(self.cols_mat, self.weight, out=self.y_groups)
-        if self.params.group > 1:
-            scatter_groups(self.y_groups, self.y.reshape(-1, self.y.shape[-1]), self.params.out_channels)
+        copy_pixels(self.interior, x, (0, 2, 3, 1))
+        for cols, windows, cols_mat, y_rows, scatter in self.steps:
+            np.copyto(cols, windows)
+            np.matmul(cols_mat, self.weight, out=y_rows)
+            if scatter is not None:
+                np.copyto(scatter, y_rows)
         self._store_nhwc(self.y, out)

@@ -21,9 +21,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from mnnpy.core.strategy import ConvPlan
 
-from .common import COUNTERS, PACK, Conv2DKernel, Conv2DParams, ceil4, from_nc4hw4, nhwc_view
-
-PRECISE_ALPHA = 99  # tiles this large would transform in float64 (unused: interp 1/2 keeps float32 accurate)
+from .common import COUNTERS, PACK, Conv2DKernel, Conv2DParams, ceil4, copy_pixels, nhwc_view
 
 
 def interpolation_points(count: int, interp: Fraction = Fraction(1)) -> list[Fraction]:
@@ -135,28 +133,21 @@ class WinogradKernel(Conv2DKernel):
         self.windows = as_strided(self.xp, shape=(a, a, n, th, tw, cp),
                                   strides=(s_h, s_w, s_n, u * s_h, u * s_w, s_c), writeable=False)
         mat_a, mat_b, _ = winograd_matrices(u, k, default_interp(a))
-        # alpha >= 8 uses points up to +-3: float32 transforms lose ~3e-4 relative, so transform in float64
-        # (the GEMM stays float32; only the two cheap transform stages and two casts pay for it).
-        tdt = np.float64 if a >= PRECISE_ALPHA else np.float32
-        self.bt = np.ascontiguousarray(mat_b.T, dtype=tdt)
-        self.at = np.ascontiguousarray(mat_a.T, dtype=tdt)
-        self.d = np.empty((a, a, n, th, tw, cp), dtype=tdt)
-        self.e = np.empty((a, a * t * cp), dtype=tdt)
-        self.v = np.empty((a, a, t * cp), dtype=tdt)
-        v32 = self.v if tdt == np.float32 else np.empty(self.v.shape, dtype=np.float32)
-        self.v_cast = None if v32 is self.v else v32
+        self.bt = np.ascontiguousarray(mat_b.T, dtype=np.float32)
+        self.at = np.ascontiguousarray(mat_a.T, dtype=np.float32)
+        self.d = np.empty((a, a, n, th, tw, cp), dtype=np.float32)
+        self.e = np.empty((a, a * t * cp), dtype=np.float32)
+        self.v = np.empty((a, a, t * cp), dtype=np.float32)
         self.m = np.zeros((a * a, t, ocp), dtype=np.float32)
-        self.m_cast = None if tdt == np.float32 else np.empty(self.m.shape, dtype=tdt)
-        self.f = np.empty((u, a * t * ocp), dtype=tdt)
-        self.y = np.empty((u, u, t * ocp), dtype=tdt)
-        self.bias_t = self.bias_row.astype(tdt)
+        self.f = np.empty((u, a * t * ocp), dtype=np.float32)
+        self.y = np.empty((u, u, t * ocp), dtype=np.float32)
         wg = weight.reshape(g, ocg, icg, k, k)
         if g == 1:
             self.weight = transform_weights(wg, u, cp, ocp)[0]
-            self.v_groups, self.m_groups = v32.reshape(a * a, t, cp), self.m
+            self.v_groups, self.m_groups = self.v.reshape(a * a, t, cp), self.m
         else:
             self.weight = np.ascontiguousarray(transform_weights(wg, u, icg, ocg).transpose(1, 0, 2, 3))
-            self.v_groups = v32.reshape(a * a, t, cp)[:, :, :c].reshape(a * a, t, g, icg).transpose(0, 2, 1, 3)
+            self.v_groups = self.v.reshape(a * a, t, cp)[:, :, :c].reshape(a * a, t, g, icg).transpose(0, 2, 1, 3)
             self.m_groups = np.empty((a * a, g, t, ocg), dtype=np.float32)
             self.m_scatter = self.m[:, :, :oc].reshape(a * a, t, g, ocg)
         self.stage = None if (th * u, tw * u) == (oh, ow) else np.empty((n, ocp // PACK, th, u, tw, u, PACK),
@@ -167,30 +158,25 @@ class WinogradKernel(Conv2DKernel):
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out``."""
         a, u = self.alpha, self.unit
         n, th, tw = self.tiles
-        np.copyto(self.interior, from_nc4hw4(x))
+        copy_pixels(self.interior, x, (0, 2, 3, 1))
         np.copyto(self.d, self.windows)
         np.matmul(self.bt, self.d.reshape(a, -1), out=self.e)
         np.matmul(self.bt, self.e.reshape(a, a, -1), out=self.v)
-        if self.v_cast is not None:
-            np.copyto(self.v_cast, self.v)
         np.matmul(self.v_groups, self.weight, out=self.m_groups)
         if self.m_groups is not self.m:
             np.copyto(self.m_scatter, self.m_groups.transpose(0, 2, 1, 3))
-        m = self.m
-        if self.m_cast is not None:
-            np.copyto(self.m_cast, m)
-            m = self.m_cast
-        np.matmul(self.at, m.reshape(a, -1), out=self.f)
+        np.matmul(self.at, self.m.reshape(a, -1), out=self.f)
         np.matmul(self.at, self.f.reshape(u, a, -1), out=self.y)
         ocp = self.m.shape[-1]
         y = self.y.reshape(u, u, n * th * tw, ocp)
-        y += self.bias_t
+        y += self.bias_row
         self._activate(y)
-        src = y.reshape(u, u, n, th, tw, ocp // PACK, PACK).transpose(2, 5, 3, 0, 4, 1, 6)
+        tiles = y.reshape(u, u, n, th, tw, ocp // PACK, PACK)
+        order = (2, 5, 3, 0, 4, 1)  # -> [n, oc4, th, u, tw, u, 4]
         if self.stage is None and out.flags.c_contiguous:
-            np.copyto(out.reshape(src.shape), src)
+            copy_pixels(out.reshape(n, ocp // PACK, th, u, tw, u, PACK), tiles, order)
             return
-        stage = self.stage if self.stage is not None else np.empty(src.shape, dtype=np.float32)  # non-contiguous out
-        np.copyto(stage, src)
+        stage = self.stage if self.stage is not None else np.empty((n, ocp // PACK, th, u, tw, u, PACK), np.float32)
+        copy_pixels(stage, tiles, order)
         _, _, oh, ow, _ = out.shape
-        np.copyto(out, stage.reshape(n, ocp // PACK, th * u, tw * u, PACK)[:, :, :oh, :ow])
+        copy_pixels(out, stage.reshape(n, ocp // PACK, th * u, tw * u, PACK)[:, :, :oh, :ow], (0, 1, 2, 3))

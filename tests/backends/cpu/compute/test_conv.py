@@ -169,3 +169,13 @@ def test_weights_transformed_once(force: str | None) -> None:
     kernel.run(x, out)
     assert COUNTERS["weight_transforms"] == before + 1
     np.testing.assert_array_equal(out, first)
+
+
+@pytest.mark.parametrize(("tile_bytes", "group"), [(600, 1), (600, 3), (20000, 1), (20000, 3)])
+def test_im2col_tiles(monkeypatch: pytest.MonkeyPatch, tile_bytes: int, group: int) -> None:
+    from mnnpy.backends.cpu.compute import im2col
+
+    monkeypatch.setattr(im2col, "TILE_BYTES", tile_bytes)  # bands of rows (600) or several images (20000)
+    conv = make_conv(6, 9, (3, 3), stride=(2, 1), pads=(1, 0, 1, 2), group=group, relu=True)
+    assert len(im2col._tiles(3, 5, 7 * 54 * 4 * group)) > 1
+    assert check(conv, CONV, (3, 6, 9, 7), "im2col") == "im2col"
