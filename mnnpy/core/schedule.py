@@ -73,6 +73,15 @@ class Scheduler:
         self._converted[key] = j
         return j
 
+    def _input_format(self, i: int, pos: int, formats: Sequence[str], before: list[Command]) -> int:
+        """Input 0 is converted to the kernel's preferred format; other inputs only leave NC4HW4 if unsupported."""
+        fmt = self.g.descs[i].fmt
+        if fmt in formats:
+            return i
+        if pos == 0:
+            return self._convert(i, formats[0], before)
+        return self._convert(i, "NCHW", before) if fmt == NC4HW4 else i
+
     def _create(self, cmd: Command, formats: Sequence[str]) -> None:
         outs = []
         for o in cmd.outputs:
@@ -100,11 +109,9 @@ class Scheduler:
             if cmd.op_type == RASTER:
                 formats: Sequence[str] = ANY
             else:
-                formats = self.main.supported_formats(cmd.op_type)
-                if self.main.on_create is not None and cmd.op_type not in _known(self.main):
-                    formats = self.backup.supported_formats(cmd.op_type)
-                cmd.inputs = [i if self.g.descs[i].fmt in formats else self._convert(i, formats[0], before)
-                              for i in cmd.inputs]
+                known = cmd.op_type in _known(self.main)
+                formats = (self.main if known else self.backup).supported_formats(cmd.op_type)
+                cmd.inputs = [self._input_format(i, k, formats, before) for k, i in enumerate(cmd.inputs)]
             self._create(cmd, formats)
             self.commands += [*before, cmd]
         return self.commands
