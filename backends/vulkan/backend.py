@@ -1,0 +1,236 @@
+"""Vulkan Backend: planned device memory, one pre-recorded command buffer per run, one submit per run.
+
+MNN: `VulkanBackend` with `MNN_GPU_RECORD_BATCH` (all ops share one command buffer). Lifecycle per resize:
+`on_resize_begin` (forget the old plan) -> `on_acquire`/`on_release` (DYNAMIC tensors planned into one arena
+buffer, STATIC ones get their own buffers at once) -> `on_resize_end` (arena allocated, arrays bound) ->
+`Execution.on_resize` (pipelines + descriptor sets, appended to the dispatch list in command order).
+A run: `on_execute_begin` -> each `Execution.on_execute` only moves the cursor -> `on_execute_end` submits the
+recorded command buffer and waits on the fence. The command buffer is recorded at the first run after a resize
+and reused afterwards (counters `records` and `pipelines_created` do not move on later runs). If a host copy
+(`on_copy`, e.g. around a CPU fallback op) happens mid-run, the dispatches up to the cursor are submitted first;
+each (start, end) range gets its own recorded command buffer, also reused.
+
+Feature maps are NC4HW4 as `[N][ceil(C/4)][H*W][4]` (same as the CPU backend and `TensorDesc.physical_shape`).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import vulkan as vk
+from mnnpy.backends.vulkan import layout
+from mnnpy.backends.vulkan.memory import DeviceBuffer
+from mnnpy.backends.vulkan.pipeline import DescriptorAllocator, Pipeline
+from mnnpy.backends.vulkan.runtime import COUNTERS
+
+from mnnpy.core import memory, registry
+from mnnpy.core.backend import Backend, Execution, Runtime, StorageType, TensorRef
+
+_BARRIER_DST = vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A byte range of a device buffer bound to one shader binding."""
+
+    buffer: DeviceBuffer
+    offset: int
+    nbytes: int
+
+    def overlaps(self, other: Binding) -> bool:
+        """Whether two ranges share bytes of the same buffer."""
+        return (self.buffer is other.buffer and self.offset < other.offset + other.nbytes
+                and other.offset < self.offset + self.nbytes)
+
+
+@dataclass
+class Dispatch:
+    """One recorded compute dispatch (pipeline, descriptor set, push constants, group count, hazards)."""
+
+    pipeline: Pipeline
+    descriptor_set: Any
+    push: bytes
+    groups: int
+    reads: list[Binding] = field(default_factory=list)
+    writes: list[Binding] = field(default_factory=list)
+
+
+class VulkanBackend(Backend):
+    """Per-session Vulkan backend (see the module docstring for the lifecycle)."""
+
+    name = "vulkan"
+
+    def __init__(self, runtime: Runtime, config: dict[str, Any] | None = None) -> None:
+        super().__init__(runtime, config)
+        self.vdev = runtime.device
+        self.descriptors = DescriptorAllocator(self.vdev.device, COUNTERS)
+        self._planner = memory.ArenaPlanner()
+        self._chunks: dict[int, tuple[TensorRef, memory.Chunk]] = {}
+        self._arena: DeviceBuffer | None = None
+        self._bindings: dict[int, Binding] = {}
+        self._static: list[DeviceBuffer] = []
+        self.dispatches: list[Dispatch] = []
+        self._recorded: dict[tuple[int, int], Any] = {}
+        self._cursor = 0
+        self._done = 0
+        if self.vdev.limits.min_storage_alignment > memory.ALIGN:
+            raise ValueError(f"device needs {self.vdev.limits.min_storage_alignment}-byte storage offsets")
+
+    # ---- creation --------------------------------------------------------------------------------------------
+    def supported_formats(self, op_type: int) -> tuple[str, ...]:
+        entry = registry.KERNELS.get("vulkan", {}).get(int(op_type))
+        return entry.formats if entry is not None else ("NCHW",)
+
+    def on_create(self, op_type: int, op: Any, inputs: Sequence[TensorRef],
+                  outputs: Sequence[TensorRef]) -> Execution | None:
+        entry = registry.KERNELS.get("vulkan", {}).get(int(op_type))
+        if entry is None or any(t.desc.dtype != np.float32 for t in (*inputs, *outputs)):
+            return None
+        if not entry.cls.supports(op, inputs, outputs):
+            return None
+        return entry.cls(self, op, inputs, outputs)
+
+    # ---- memory ----------------------------------------------------------------------------------------------
+    def on_resize_begin(self) -> None:
+        self._planner = memory.ArenaPlanner()
+        self._chunks = {}
+        self._forget_recording()
+
+    def _forget_recording(self) -> None:
+        vk.vkDeviceWaitIdle(self.vdev.device)
+        if self._recorded:
+            cbs = list(self._recorded.values())
+            vk.vkFreeCommandBuffers(self.vdev.device, self.vdev.command_pool, len(cbs), cbs)
+        self._recorded = {}
+        self.dispatches = []
+        self.descriptors.reset()
+        self._cursor = self._done = 0
+
+    def on_acquire(self, tensor: TensorRef, storage: StorageType) -> None:
+        if storage == StorageType.STATIC:
+            buf = DeviceBuffer(self.vdev, tensor.desc.nbytes, COUNTERS)
+            self._static.append(buf)
+            self._bindings[tensor.index] = Binding(buf, 0, tensor.desc.nbytes)
+            tensor.array = buf.array(0, tensor.desc.dtype, tensor.desc.physical_shape)
+            return
+        self._chunks[tensor.index] = (tensor, self._planner.acquire(tensor.desc.nbytes))
+
+    def on_release(self, tensor: TensorRef, storage: StorageType) -> None:
+        item = self._chunks.get(tensor.index)
+        if item is not None and storage != StorageType.DYNAMIC_SEPARATE:
+            self._planner.release(item[1])
+
+    def on_resize_end(self) -> None:
+        need = self._planner.peak
+        if self._arena is None or self._arena.size < need:
+            self._arena = DeviceBuffer(self.vdev, need, COUNTERS)
+        for ref, chunk in self._chunks.values():
+            self._bindings[ref.index] = Binding(self._arena, chunk.offset, ref.desc.nbytes)
+            ref.array = self._arena.array(chunk.offset, ref.desc.dtype, ref.desc.physical_shape)
+
+    def on_clear(self) -> None:
+        self._forget_recording()
+        self._arena = None
+        self._chunks = {}
+
+    def binding(self, tensor: TensorRef) -> Binding:
+        """The device range holding a tensor acquired on this backend.
+
+        Raises:
+            KeyError: the tensor was not acquired here (the schedule must copy it in first).
+        """
+        return self._bindings[tensor.index]
+
+    def upload(self, array: np.ndarray) -> Binding:
+        """A new STATIC device buffer holding `array` (weights packed in `on_resize`)."""
+        data = np.ascontiguousarray(array, dtype=np.float32)
+        buf = DeviceBuffer(self.vdev, data.nbytes, COUNTERS)
+        view = buf.array(0, np.float32, data.shape)
+        view[...] = data
+        del view
+        self._static.append(buf)
+        return Binding(buf, 0, max(data.nbytes, 4))
+
+    def memory_info(self) -> dict[str, Any]:
+        return {"arena_bytes": self._planner.peak, "tensor_bytes": self._planner.requested,
+                "static_bytes": sum(b.size for b in self._static), "formats": "NC4HW4 [N][C/4][HW][4]",
+                "device": self.vdev.limits.name, "dispatches": len(self.dispatches)}
+
+    # ---- recording and running -------------------------------------------------------------------------------
+    def add_dispatch(self, pipe: Pipeline, reads: Sequence[Binding], writes: Sequence[Binding], push: bytes,
+                     items: int) -> int:
+        """Prepare one dispatch (descriptor set written now); returns its end position in the dispatch list."""
+        bindings = [*reads, *writes]
+        dset = self.descriptors.allocate(pipe, [(b.buffer.handle, b.offset, b.nbytes) for b in bindings])
+        if len(push) != pipe.push_bytes:
+            raise ValueError(f"{pipe.name}: push constants are {len(push)} bytes, pipeline expects {pipe.push_bytes}")
+        groups = self.vdev.group_count(items, pipe.local_size)
+        self.dispatches.append(Dispatch(pipe, dset, push, groups, list(reads), list(writes)))
+        return len(self.dispatches)
+
+    def _record(self, start: int, end: int) -> Any:
+        info = vk.VkCommandBufferAllocateInfo(commandPool=self.vdev.command_pool,
+                                              level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1)
+        cb = vk.vkAllocateCommandBuffers(self.vdev.device, info)[0]
+        vk.vkBeginCommandBuffer(cb, vk.VkCommandBufferBeginInfo())
+        pending_reads: list[Binding] = []
+        pending_writes: list[Binding] = []
+        bind = vk.VK_PIPELINE_BIND_POINT_COMPUTE
+        for d in self.dispatches[start:end]:
+            hazard = any(r.overlaps(w) for r in d.reads for w in pending_writes) or any(
+                w.overlaps(o) for w in d.writes for o in (*pending_writes, *pending_reads))
+            if hazard:
+                _barrier(cb, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, _BARRIER_DST)
+                pending_reads, pending_writes = [], []
+            pending_reads += d.reads
+            pending_writes += d.writes
+            vk.vkCmdBindPipeline(cb, bind, d.pipeline.handle)
+            vk.vkCmdBindDescriptorSets(cb, bind, d.pipeline.layout, 0, 1, [d.descriptor_set], 0, None)
+            if d.push:
+                vk.vkCmdPushConstants(cb, d.pipeline.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(d.push),
+                                      vk.ffi.from_buffer(d.push))
+            vk.vkCmdDispatch(cb, d.groups, 1, 1)
+        _barrier(cb, vk.VK_PIPELINE_STAGE_HOST_BIT, vk.VK_ACCESS_HOST_READ_BIT | vk.VK_ACCESS_HOST_WRITE_BIT)
+        vk.vkEndCommandBuffer(cb)
+        COUNTERS["records"] += 1
+        return cb
+
+    def advance(self, end: int) -> None:
+        """Mark the dispatches before `end` as due (called by `Execution.on_execute`; launches nothing)."""
+        self._cursor = max(self._cursor, end)
+
+    def flush(self) -> None:
+        """Submit the due dispatches not yet run (one command buffer, recorded once per range) and wait."""
+        start, end = self._done, self._cursor
+        if end <= start:
+            return
+        cb = self._recorded.get((start, end))
+        if cb is None:
+            cb = self._recorded[(start, end)] = self._record(start, end)
+        self.vdev.submit(cb)
+        self._done = end
+
+    def on_execute_begin(self) -> None:
+        self._cursor = self._done = 0
+
+    def on_execute_end(self) -> None:
+        self.flush()
+
+    def on_copy(self, src: TensorRef, dst: TensorRef) -> None:
+        self.flush()
+        layout.copy(src.desc, src.array, dst.desc, dst.array)
+
+
+def _barrier(cb: Any, dst_stage: int, dst_access: int) -> None:
+    barrier = vk.VkMemoryBarrier(srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT, dstAccessMask=dst_access)
+    barriers = [barrier]
+    vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, dst_stage, 0, 1, barriers, 0, None, 0, None)
+
+
+def pack_push(fmt: str, *values: float) -> bytes:
+    """Push-constant bytes (little-endian struct format, e.g. 'iiiiff')."""
+    return struct.pack("<" + fmt, *values)

@@ -1,0 +1,73 @@
+"""Base class of the Vulkan executions: `on_resize` prepares dispatches, `on_execute` only moves the cursor."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from mnnpy.backends.vulkan.backend import Binding, VulkanBackend, pack_push
+
+from mnnpy.core import registry
+from mnnpy.core.backend import Execution, TensorRef
+
+FLT_MAX = 3.402823e38
+
+
+def vulkan_kernel(*op_types: int, formats: tuple[str, ...] = ("NCHW",)) -> Callable[[type], type]:
+    """Register a Vulkan Execution class for op types (MNN: `VulkanBackend::addCreator`)."""
+    return registry.kernel("vulkan", *op_types, formats=formats)
+
+
+class VulkanExecution(Execution):
+    """An op as a list of dispatches, prepared once per shape.
+
+    Subclasses implement `encode()` (called from `on_resize`, arrays bound), calling `dispatch` per shader launch,
+    and may override the classmethod `supports` to refuse parameters they cannot run (on_create then gives None).
+    """
+
+    backend: VulkanBackend
+
+    def __init__(self, backend: VulkanBackend, op: Any, inputs: Sequence[TensorRef],
+                 outputs: Sequence[TensorRef]) -> None:
+        super().__init__(backend, op, inputs, outputs)
+        self._end = 0
+        self.weights: list[Binding] = []
+
+    @classmethod
+    def supports(cls, op: Any, inputs: Sequence[TensorRef], outputs: Sequence[TensorRef]) -> bool:
+        """Whether this execution can run the op with these tensors."""
+        return True
+
+    def encode(self) -> None:
+        """Prepare the dispatches (override)."""
+        raise NotImplementedError
+
+    def on_resize(self) -> None:
+        self.encode()
+
+    def on_execute(self) -> None:
+        self.backend.advance(self._end)
+
+    def dispatch(self, shader: str, reads: Sequence[Binding], writes: Sequence[Binding], push_fmt: str,
+                 push_values: Sequence[float], items: int) -> None:
+        """Prepare one launch of `shader` over `items` invocations (grid-stride loops cover the rest)."""
+        push = pack_push(push_fmt, *push_values)
+        vdev = self.backend.vdev
+        pipe = vdev.pipelines.get(shader, len(reads) + len(writes), len(push), vdev.group_size())
+        self._end = self.backend.add_dispatch(pipe, reads, writes, push, items)
+
+    def upload(self, array: np.ndarray) -> Binding:
+        """Static device copy of a weight array (kept by this execution)."""
+        binding = self.backend.upload(array)
+        self.weights.append(binding)
+        return binding
+
+    def bind(self, tensor: TensorRef) -> Binding:
+        """The device range of an input or output tensor."""
+        return self.backend.binding(tensor)
+
+
+def op_param(op: Any) -> Any:
+    """The op's parameter table (`fb.OpT.main`), or None."""
+    return getattr(op, "main", None)

@@ -1,0 +1,106 @@
+"""Convolution and ConvolutionDepthwise on NC4HW4 tensors, fused bias + ReLU/ReLU6 (MNN: `VulkanConvolution`).
+
+Algorithms: `conv1x1` (1x1, stride 1, no padding: a GEMM over channels), `depthwise` (group == channels), else
+`direct` (general kxk with stride, dilation and padding; groups run as a block-diagonal dense weight).
+Weights are packed in `on_resize`, once per shape, into `[OC/4][IC/4][KH][KW][4 in][4 out]` (depthwise:
+`[C/4][KH][KW][4]`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from mnnpy.backends.vulkan.ops._base import FLT_MAX, VulkanExecution, op_param, vulkan_kernel
+from mnnpy.schema import mnn_generated as fb
+
+from mnnpy.core.backend import TensorRef
+from mnnpy.core.ir import NC4HW4
+
+
+def _cpu_conv() -> Any:
+    """The CPU backend's pad/shape resolution and weight decoding (imported lazily: shared, not duplicated)."""
+    from mnnpy.backends.cpu.compute import conv
+
+    return conv
+
+
+def pack_dense(weight: np.ndarray, group: int, in_channels: int) -> np.ndarray:
+    """(OC, IC/g, KH, KW) weights -> `[OC4][IC4][KH][KW][4 in][4 out]` float32, zero padded, groups expanded."""
+    oc, icg, kh, kw = weight.shape
+    dense = np.zeros((oc, in_channels, kh, kw), dtype=np.float32)
+    ocg = oc // group
+    for g in range(group):
+        dense[g * ocg:(g + 1) * ocg, g * icg:(g + 1) * icg] = weight[g * ocg:(g + 1) * ocg]
+    oc4, ic4 = -(-oc // 4), -(-in_channels // 4)
+    padded = np.zeros((oc4 * 4, ic4 * 4, kh, kw), dtype=np.float32)
+    padded[:oc, :in_channels] = dense
+    return padded.reshape(oc4, 4, ic4, 4, kh, kw).transpose(0, 2, 4, 5, 3, 1).copy()
+
+
+def pack_depthwise(weight: np.ndarray) -> np.ndarray:
+    """(C, 1, KH, KW) weights -> `[C4][KH][KW][4]` float32, zero padded."""
+    c, _, kh, kw = weight.shape
+    c4 = -(-c // 4)
+    padded = np.zeros((c4 * 4, kh, kw), dtype=np.float32)
+    padded[:c] = weight[:, 0]
+    return padded.reshape(c4, 4, kh, kw).transpose(0, 2, 3, 1).copy()
+
+
+def pack_bias(bias: np.ndarray) -> np.ndarray:
+    """Bias padded to a multiple of 4."""
+    out = np.zeros(-(-bias.size // 4) * 4, dtype=np.float32)
+    out[:bias.size] = bias
+    return out
+
+
+@vulkan_kernel(fb.OpType.Convolution, fb.OpType.ConvolutionDepthwise, formats=("NC4HW4",))
+class VulkanConv2D(VulkanExecution):
+    """2-D convolution; the algorithm is chosen per shape in `on_resize` and reported in `info()`."""
+
+    @classmethod
+    def supports(cls, op: Any, inputs: Sequence[TensorRef], outputs: Sequence[TensorRef]) -> bool:
+        if len(inputs) != 1 or len(outputs) != 1 or op_param(op) is None:
+            return False
+        x, y = inputs[0].desc, outputs[0].desc
+        if x.fmt != NC4HW4 or y.fmt != NC4HW4 or len(x.shape) != 4:
+            return False
+        try:
+            cpu = _cpu_conv()
+            params = cpu.conv2d_params(op_param(op), int(op.type), x.shape)
+            cpu.conv_weights(op_param(op), params)
+            return cpu.conv2d_output_shape(params, x.shape) == y.shape
+        except (ImportError, ValueError, NotImplementedError):
+            return False
+
+    def encode(self) -> None:
+        x, y = self.inputs[0], self.outputs[0]
+        conv = op_param(self.op)
+        cpu = _cpu_conv()
+        params = cpu.conv2d_params(conv, int(self.op.type), x.desc.shape)
+        weight, bias = cpu.conv_weights(conv, params)
+        lo, hi = (0.0, 6.0) if params.relu6 else (0.0, FLT_MAX) if params.relu else (-FLT_MAX, FLT_MAX)
+        n, ic, h, w = x.desc.shape
+        oc, oh, ow = y.desc.shape[1:]
+        ic4, oc4 = -(-ic // 4), -(-oc // 4)
+        (kh, kw), (sy, sx), (dy, dx) = params.kernel, params.stride, params.dilation
+        top, left = params.pads[0], params.pads[1]
+        bias_b = self.upload(pack_bias(bias))
+        total = n * oc4 * oh * ow
+        depthwise = params.group == ic == oc and params.group > 1
+        if depthwise:
+            self.algorithm = "depthwise"
+            values = (w, h, ic, ic4, ow, oh, 0, total, kw, kh, sx, sy, left, top, dx, dy, lo, hi)
+            self.dispatch("depthwise", [self.bind(x), self.upload(pack_depthwise(weight)), bias_b], [self.bind(y)],
+                          "16iff", values, total)
+            return
+        packed = self.upload(pack_dense(weight, params.group, ic))
+        if (kh, kw, sy, sx) == (1, 1, 1, 1) and not any(params.pads):
+            self.algorithm = "conv1x1"
+            values = (h * w, ic, ic4, oc4, total, lo, hi)
+            self.dispatch("conv2d_1x1", [self.bind(x), packed, bias_b], [self.bind(y)], "5iff", values, total)
+            return
+        self.algorithm = "direct"
+        values = (w, h, ic, ic4, ow, oh, oc4, total, kw, kh, sx, sy, left, top, dx, dy, lo, hi)
+        self.dispatch("conv2d", [self.bind(x), packed, bias_b], [self.bind(y)], "16iff", values, total)

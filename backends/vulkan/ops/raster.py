@@ -1,0 +1,63 @@
+"""Raster: materialise a virtual tensor from its regions (MNN: `VulkanRaster`); zero fill when not covered."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from mnnpy.backends.vulkan.layout import shader_format
+from mnnpy.backends.vulkan.ops._base import VulkanExecution, vulkan_kernel
+from mnnpy.schema import mnn_generated as fb
+
+from mnnpy.core.backend import TensorRef
+from mnnpy.core.geometry.raster import is_full
+from mnnpy.core.ir import NHWC, Region
+
+
+def regions_of(op: Any) -> list[Region]:
+    """The regions of a Raster command: `op` is a Command (with `.regions`) or a sequence of Regions."""
+    regions = getattr(op, "regions", op)
+    return list(regions or [])
+
+
+def origin_position(region: Region, inputs: Sequence[TensorRef]) -> int:
+    """Input position of a region's origin: a position when in range, else a session tensor index."""
+    if 0 <= region.origin < len(inputs):
+        return region.origin
+    for i, t in enumerate(inputs):
+        if t.index == region.origin:
+            return i
+    raise ValueError(f"raster region origin {region.origin} is not an input")
+
+
+@vulkan_kernel(fb.OpType.Raster, formats=("NC4HW4", "NCHW"))
+class VulkanRaster(VulkanExecution):
+    """One dispatch per region (regions apply in list order; overlapping writes get a barrier)."""
+
+    algorithm = "raster"
+
+    @classmethod
+    def supports(cls, op: Any, inputs: Sequence[TensorRef], outputs: Sequence[TensorRef]) -> bool:
+        if len(outputs) != 1 or outputs[0].desc.fmt == NHWC or any(t.desc.fmt == NHWC for t in inputs):
+            return False
+        try:
+            for r in regions_of(op):
+                origin_position(r, inputs)
+        except ValueError:
+            return False
+        return True
+
+    def encode(self) -> None:
+        out = self.outputs[0]
+        dst = self.bind(out)
+        regions = regions_of(self.op)
+        if not is_full(regions, math.prod(out.desc.shape)):
+            count = out.desc.nbytes // 4
+            self.dispatch("fill", [], [dst], "if", (count, 0.0), count)
+        dst_fmt = shader_format(out.desc)
+        for r in regions:
+            src_ref = self.inputs[origin_position(r, self.inputs)]
+            values = (r.src.offset, *r.src.stride, r.dst.offset, *r.dst.stride, *r.size, r.count,
+                      *shader_format(src_ref.desc), *dst_fmt)
+            self.dispatch("raster", [self.bind(src_ref)], [dst], "16i", values, r.count)

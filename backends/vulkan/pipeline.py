@@ -1,0 +1,159 @@
+"""Shader modules, descriptor-set layouts and compute pipelines, cached per device (MNN: `VulkanPipelineFactory`).
+
+A pipeline is keyed by (shader name, binding count, push-constant bytes, local size). All bindings are storage
+buffers; the 1-D local size is specialization constant 0 (`layout(local_size_x_id = 0) in;`), as in MNN, so the
+same SPIR-V serves every work-group size.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import vulkan as vk
+
+
+@dataclass
+class Pipeline:
+    """A compute pipeline with its layouts (owned by the PipelineCache)."""
+
+    name: str
+    handle: Any
+    layout: Any
+    set_layout: Any
+    bindings: int
+    push_bytes: int
+    local_size: int
+
+
+def load_spirv(name: str) -> bytes:
+    """The committed SPIR-V of shader `name` (package data `shaders/<name>.spv`)."""
+    return resources.files("mnnpy.backends.vulkan").joinpath("shaders", f"{name}.spv").read_bytes()
+
+
+class PipelineCache:
+    """Creates pipelines once per key; counts creations in `counters['pipelines_created']`."""
+
+    def __init__(self, device: Any, counters: dict[str, int]) -> None:
+        self.device = device
+        self.counters = counters
+        self.cache = vk.vkCreatePipelineCache(device, vk.VkPipelineCacheCreateInfo(), None)
+        self._modules: dict[str, Any] = {}
+        self._set_layouts: dict[int, Any] = {}
+        self._pipelines: dict[tuple[str, int, int, int], Pipeline] = {}
+
+    def _module(self, name: str) -> Any:
+        if name not in self._modules:
+            code = load_spirv(name)
+            info = vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code)
+            self._modules[name] = vk.vkCreateShaderModule(self.device, info, None)
+        return self._modules[name]
+
+    def set_layout(self, bindings: int) -> Any:
+        """Descriptor-set layout with `bindings` storage buffers at bindings 0..n-1 (compute stage)."""
+        if bindings not in self._set_layouts:
+            entries = [vk.VkDescriptorSetLayoutBinding(binding=i, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                                       descriptorCount=1, stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT)
+                       for i in range(bindings)]
+            info = vk.VkDescriptorSetLayoutCreateInfo(bindingCount=bindings, pBindings=entries)
+            self._set_layouts[bindings] = vk.vkCreateDescriptorSetLayout(self.device, info, None)
+            del entries
+        return self._set_layouts[bindings]
+
+    def get(self, name: str, bindings: int, push_bytes: int, local_size: int) -> Pipeline:
+        """The pipeline for a shader, binding count, push-constant size and 1-D local size (created on a miss)."""
+        key = (name, bindings, push_bytes, local_size)
+        found = self._pipelines.get(key)
+        if found is not None:
+            return found
+        set_layout = self.set_layout(bindings)
+        set_layouts = [set_layout]
+        push_range = vk.VkPushConstantRange(stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0, size=push_bytes)
+        push_ranges = [push_range]
+        layout_info = vk.VkPipelineLayoutCreateInfo(setLayoutCount=1, pSetLayouts=set_layouts,
+                                                    pushConstantRangeCount=1 if push_bytes else 0,
+                                                    pPushConstantRanges=push_ranges if push_bytes else None)
+        layout = vk.vkCreatePipelineLayout(self.device, layout_info, None)
+        spec_data = vk.ffi.from_buffer(bytearray(struct.pack("<I", local_size)))
+        spec_entry = vk.VkSpecializationMapEntry(constantID=0, offset=0, size=4)
+        spec_entries = [spec_entry]
+        spec = vk.VkSpecializationInfo(mapEntryCount=1, pMapEntries=spec_entries, dataSize=4, pData=spec_data)
+        stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=self._module(name),
+                                                   pName="main", pSpecializationInfo=spec)
+        info = vk.VkComputePipelineCreateInfo(stage=stage, layout=layout)
+        handle = vk.vkCreateComputePipelines(self.device, self.cache, 1, [info], None)[0]
+        del spec_data, spec_entry, spec_entries, spec, stage, info, push_range, push_ranges, set_layouts
+        pipe = Pipeline(name, handle, layout, set_layout, bindings, push_bytes, local_size)
+        self._pipelines[key] = pipe
+        self.counters["pipelines_created"] += 1
+        return pipe
+
+    def close(self) -> None:
+        """Destroy all pipelines, layouts and modules."""
+        for pipe in self._pipelines.values():
+            vk.vkDestroyPipeline(self.device, pipe.handle, None)
+            vk.vkDestroyPipelineLayout(self.device, pipe.layout, None)
+        for layout in self._set_layouts.values():
+            vk.vkDestroyDescriptorSetLayout(self.device, layout, None)
+        for module in self._modules.values():
+            vk.vkDestroyShaderModule(self.device, module, None)
+        vk.vkDestroyPipelineCache(self.device, self.cache, None)
+        self._pipelines, self._set_layouts, self._modules = {}, {}, {}
+
+
+class DescriptorAllocator:
+    """Descriptor sets from a growing list of pools (one allocator per backend; reset at each resize)."""
+
+    SETS_PER_POOL = 256
+
+    def __init__(self, device: Any, counters: dict[str, int]) -> None:
+        self.device = device
+        self.counters = counters
+        self._pools: list[Any] = []
+        self._used = self.SETS_PER_POOL  # forces a pool on first use
+        self._current = 0
+
+    def _next_pool(self) -> Any:
+        self._current += 1
+        if self._current > len(self._pools):
+            size = vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                           descriptorCount=self.SETS_PER_POOL * 8)
+            sizes = [size]
+            info = vk.VkDescriptorPoolCreateInfo(maxSets=self.SETS_PER_POOL, poolSizeCount=1, pPoolSizes=sizes)
+            self._pools.append(vk.vkCreateDescriptorPool(self.device, info, None))
+            del sizes, size
+        self._used = 0
+        return self._pools[self._current - 1]
+
+    def allocate(self, pipe: Pipeline, buffers: list[tuple[Any, int, int]]) -> Any:
+        """A descriptor set for `pipe` with binding i = (VkBuffer, byte offset, byte range) buffers[i]."""
+        if len(buffers) > 8:
+            raise ValueError("at most 8 bindings per dispatch")
+        pool = self._pools[self._current - 1] if self._used < self.SETS_PER_POOL else self._next_pool()
+        layouts = [pipe.set_layout]
+        info = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool, descriptorSetCount=1, pSetLayouts=layouts)
+        dset = vk.vkAllocateDescriptorSets(self.device, info)[0]
+        self._used += 1
+        infos = [vk.VkDescriptorBufferInfo(buffer=b, offset=off, range=size) for b, off, size in buffers]
+        writes = [vk.VkWriteDescriptorSet(dstSet=dset, dstBinding=i, descriptorCount=1,
+                                          descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                          pBufferInfo=[infos[i]]) for i in range(len(infos))]
+        vk.vkUpdateDescriptorSets(self.device, len(writes), writes, 0, None)
+        del writes, infos, layouts
+        self.counters["descriptor_sets"] += 1
+        return dset
+
+    def reset(self) -> None:
+        """Return every set to its pool (called when the backend re-plans)."""
+        for pool in self._pools:
+            vk.vkResetDescriptorPool(self.device, pool, 0)
+        self._current = 0
+        self._used = self.SETS_PER_POOL
+
+    def close(self) -> None:
+        """Destroy the pools."""
+        for pool in self._pools:
+            vk.vkDestroyDescriptorPool(self.device, pool, None)
+        self._pools = []

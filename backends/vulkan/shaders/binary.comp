@@ -1,0 +1,59 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// Elementwise binary op with numpy broadcasting, in the logical index space (rank <= 4 after dim merging).
+// Op codes are MNN's BinaryOpOperation values; zero strides broadcast an input along a dimension.
+layout(local_size_x_id = 0) in;
+layout(std430, binding = 0) readonly buffer A { float a[]; };
+layout(std430, binding = 1) readonly buffer B { float b[]; };
+layout(std430, binding = 2) writeonly buffer Out { float o[]; };
+layout(push_constant) uniform Params {
+    ivec4 dims;       // output dims (innermost last)
+    ivec4 a_stride;   // logical element strides of A per output dim
+    ivec4 b_stride;
+    ivec4 fmt_ab;     // A C, A area, B C, B area
+    ivec4 fmt_o;      // out C, out area, total, op
+    float act_min;    // fused clamp of the result
+    float act_max;
+} p;
+#include "common.glsl"
+
+float apply(int op, float x, float y) {
+    if (op == 0) return x + y;
+    if (op == 1) return x - y;
+    if (op == 2) return x * y;
+    if (op == 3 || op == 7) return x / y;
+    if (op == 4 || op == 9) return max(x, y);
+    if (op == 5 || op == 8) return min(x, y);
+    if (op == 6) return pow(x, y);
+    if (op == 10) return x > y ? 1.0 : 0.0;
+    if (op == 11) return x >= y ? 1.0 : 0.0;
+    if (op == 12) return x < y ? 1.0 : 0.0;
+    if (op == 13) return floor(x / y);
+    if (op == 14) return (x - y) * (x - y);
+    if (op == 15) return x == y ? 1.0 : 0.0;
+    if (op == 16) return x <= y ? 1.0 : 0.0;
+    if (op == 17) return x - floor(x / y) * y;
+    if (op == 20) return atan(x, y);
+    if (op == 22) return x != y ? 1.0 : 0.0;
+    if (op == 29) return x * y / (1.0 + exp(-y));
+    return 0.0;
+}
+
+void main() {
+    int total = p.fmt_o.z;
+    for (int i = int(gl_GlobalInvocationID.x); i < total; i += grid_stride()) {
+        int r = i;
+        int ia = 0;
+        int ib = 0;
+        for (int d = 3; d >= 0; --d) {
+            int q = r / p.dims[d];
+            int k = r - q * p.dims[d];
+            ia += k * p.a_stride[d];
+            ib += k * p.b_stride[d];
+            r = q;
+        }
+        float x = a[phys_index(ia, p.fmt_ab.x, p.fmt_ab.y)];
+        float y = b[phys_index(ib, p.fmt_ab.z, p.fmt_ab.w)];
+        o[phys_index(i, p.fmt_o.x, p.fmt_o.y)] = clamp(apply(p.fmt_o.w, x, y), p.act_min, p.act_max);
+    }
+}

@@ -1,0 +1,33 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// Softmax along one axis of the logical shape (outer, axis, inner); one invocation per (outer, inner) pair.
+layout(local_size_x_id = 0) in;
+layout(std430, binding = 0) readonly buffer In { float x[]; };
+layout(std430, binding = 1) writeonly buffer Out { float y[]; };
+layout(push_constant) uniform Params {
+    ivec4 dims;  // outer, axis, inner, outer * inner
+    ivec4 fmt;   // in C, in area, out C, out area
+} p;
+#include "common.glsl"
+
+void main() {
+    int axis = p.dims.y;
+    int inner = p.dims.z;
+    for (int i = int(gl_GlobalInvocationID.x); i < p.dims.w; i += grid_stride()) {
+        int o = i / inner;
+        int base = o * axis * inner + (i - o * inner);
+        float m = -3.402823e38;
+        for (int k = 0; k < axis; ++k) {
+            m = max(m, x[phys_index(base + k * inner, p.fmt.x, p.fmt.y)]);
+        }
+        float s = 0.0;
+        for (int k = 0; k < axis; ++k) {
+            s += exp(x[phys_index(base + k * inner, p.fmt.x, p.fmt.y)] - m);
+        }
+        float inv = 1.0 / s;
+        for (int k = 0; k < axis; ++k) {
+            int j = base + k * inner;
+            y[phys_index(j, p.fmt.z, p.fmt.w)] = exp(x[phys_index(j, p.fmt.x, p.fmt.y)] - m) * inv;
+        }
+    }
+}

@@ -1,0 +1,92 @@
+"""Fixtures for the Vulkan tests: the runtime (skipped when no device) and a driver running executions directly.
+
+`run_op` plays the pipeline's part until the session can run a Vulkan model: on_resize_begin -> on_create ->
+on_acquire -> on_resize_end -> Execution.on_resize, then host copies in, one run, host copy out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from mnnpy.core.backend import StorageType, TensorRef
+from mnnpy.core.ir import TensorDesc
+
+
+def _runtime_class() -> Any:
+    from mnnpy.backends import vulkan
+
+    return vulkan.RUNTIME
+
+
+@pytest.fixture(scope="session")
+def vk_runtime() -> Any:
+    """The VulkanRuntime, or a skip saying why there is no device."""
+    cls = _runtime_class()
+    if not cls.is_available():
+        pytest.skip(f"Vulkan device absent: {cls.unavailable_reason()}")
+    return cls()
+
+
+class OpRunner:
+    """Runs one op on a fresh backend: `run()` returns the logical NCHW outputs."""
+
+    def __init__(self, runtime: Any, op_type: int, op: Any, inputs: Sequence[tuple[np.ndarray, str]],
+                 out_descs: Sequence[TensorDesc]) -> None:
+        self.backend = runtime.create_backend()
+        self.in_refs = [TensorRef(i, TensorDesc(x.shape, np.float32, fmt)) for i, (x, fmt) in enumerate(inputs)]
+        self.out_refs = [TensorRef(len(inputs) + i, d) for i, d in enumerate(out_descs)]
+        self.values = [np.asarray(x, dtype=np.float32) for x, _ in inputs]
+        b = self.backend
+        b.on_resize_begin()
+        self.execution = b.on_create(op_type, op, self.in_refs, self.out_refs)
+        if self.execution is None:
+            return
+        for ref in (*self.in_refs, *self.out_refs):
+            b.on_acquire(ref, StorageType.DYNAMIC)
+        b.on_resize_end()
+        self.execution.on_resize()
+
+    def run(self) -> list[np.ndarray]:
+        from mnnpy.backends.vulkan import layout
+
+        assert self.execution is not None, "the backend refused the op"
+        for ref, x in zip(self.in_refs, self.values, strict=True):
+            layout.from_nchw(ref.desc, x if ref.desc.fmt != "NHWC" else np.moveaxis(x, -1, 1), ref.array)
+        self.backend.on_execute_begin()
+        self.execution.on_execute()
+        self.backend.on_execute_end()
+        outs = []
+        for ref in self.out_refs:
+            y = np.array(layout.to_nchw(ref.desc, ref.array))
+            outs.append(np.moveaxis(y, 1, -1) if ref.desc.fmt == "NHWC" and y.ndim >= 3 else y)
+        return outs
+
+
+@pytest.fixture
+def run_op(vk_runtime: Any) -> Any:
+    """`run_op(op_type, op, [(array, fmt), ...], [TensorDesc, ...]) -> OpRunner`."""
+
+    def make(op_type: int, op: Any, inputs: Sequence[tuple[np.ndarray, str]],
+             out_descs: Sequence[TensorDesc]) -> OpRunner:
+        return OpRunner(vk_runtime, op_type, op, inputs, out_descs)
+
+    return make
+
+
+def _make_op(op_type: int, param: Any = None) -> Any:
+    from mnnpy.schema import mnn_generated as fb
+
+    op = fb.OpT()
+    op.type = op_type
+    op.main = param
+    return op
+
+
+@pytest.fixture
+def make_op() -> Any:
+    """`make_op(op_type, param)`: an object-API `fb.OpT` with `main` set."""
+    return _make_op

@@ -1,0 +1,90 @@
+"""Vulkan UnaryOp / ReLU / ReLU6 / BinaryOp against numpy, on NC4HW4 tails (channels 1, 3, 13, 127)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from mnnpy.schema import mnn_generated as fb
+
+from mnnpy.core.ir import TensorDesc
+
+RNG = np.random.default_rng(7)
+SHAPES = [(1, 1, 3, 3), (2, 3, 4, 5), (1, 13, 2, 3), (1, 127, 1, 2)]
+UNARY = {
+    "ABS": np.abs, "NEG": np.negative, "EXP": np.exp, "SQUARE": np.square, "SIGMOID": lambda x: 1 / (1 + np.exp(-x)),
+    "TANH": np.tanh, "SIN": np.sin, "FLOOR": np.floor, "HARDSWISH": lambda x: x * np.clip(x + 3, 0, 6) / 6,
+    "SILU": lambda x: x / (1 + np.exp(-x)),
+}
+BINARY = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "MAXIMUM": np.maximum, "MINIMUM": np.minimum,
+          "GREATER": lambda a, b: (a > b).astype(np.float32), "SquaredDifference": lambda a, b: (a - b) ** 2}
+
+
+def _close(got: np.ndarray, want: np.ndarray) -> None:
+    np.testing.assert_allclose(got, want.astype(np.float32), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(("shape", "fmt"), [*((s, "NC4HW4") for s in SHAPES), (SHAPES[2], "NCHW")])
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary(run_op: Any, make_op: Any, name: str, shape: tuple[int, ...], fmt: str) -> None:
+    x = RNG.standard_normal(shape).astype(np.float32)
+    param = fb.UnaryOpT()
+    param.opType = getattr(fb.UnaryOpOperation, name)
+    (y,) = run_op(fb.OpType.UnaryOp, make_op(fb.OpType.UnaryOp, param), [(x, fmt)],
+                  [TensorDesc(shape, np.float32, fmt)]).run()
+    _close(y, UNARY[name](x))
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_relu_relu6_zero_pads(run_op: Any, make_op: Any, shape: tuple[int, ...]) -> None:
+    x = (RNG.standard_normal(shape) * 5).astype(np.float32)
+    leaky = fb.ReluT()
+    leaky.slope = 0.1
+    (y,) = run_op(fb.OpType.ReLU, make_op(fb.OpType.ReLU, leaky), [(x, "NC4HW4")],
+                  [TensorDesc(shape, np.float32, "NC4HW4")]).run()
+    _close(y, np.where(x > 0, x, 0.1 * x))
+    runner = run_op(fb.OpType.ReLU6, make_op(fb.OpType.ReLU6, fb.Relu6T()), [(x, "NC4HW4")],
+                    [TensorDesc(shape, np.float32, "NC4HW4")])
+    (y,) = runner.run()
+    _close(y, np.clip(x, 0, 6))
+    raw = runner.out_refs[0].array.reshape(shape[0], -1, 4)
+    c = shape[1]
+    if c % 4:
+        assert not raw.reshape(shape[0], -(-c // 4), -1, 4)[:, -1, :, c % 4:].any(), "padded lanes must be zero"
+
+
+@pytest.mark.parametrize("b_shape", [(2, 13, 3, 5), (1, 13, 1, 1), (5,), (2, 1, 3, 1), ()])
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_broadcast(run_op: Any, make_op: Any, name: str, b_shape: tuple[int, ...]) -> None:
+    a = RNG.standard_normal((2, 13, 3, 5)).astype(np.float32)
+    b = RNG.standard_normal(b_shape).astype(np.float32)
+    param = fb.BinaryOpT()
+    param.opType = getattr(fb.BinaryOpOperation, name)
+    b_fmt = "NC4HW4" if len(b_shape) == 4 else "NCHW"
+    (y,) = run_op(fb.OpType.BinaryOp, make_op(fb.OpType.BinaryOp, param), [(a, "NC4HW4"), (b, b_fmt)],
+                  [TensorDesc(a.shape, np.float32, "NC4HW4")]).run()
+    _close(y, BINARY[name](a, b))
+
+
+def test_binary_fused_relu_and_mixed_rank(run_op: Any, make_op: Any) -> None:
+    a = RNG.standard_normal((3, 1, 7)).astype(np.float32)
+    b = RNG.standard_normal((4, 1)).astype(np.float32)
+    param = fb.BinaryOpT()
+    param.opType = fb.BinaryOpOperation.ADD
+    param.activationType = 1
+    (y,) = run_op(fb.OpType.BinaryOp, make_op(fb.OpType.BinaryOp, param), [(a, "NCHW"), (b, "NCHW")],
+                  [TensorDesc((3, 4, 7), np.float32, "NCHW")]).run()
+    _close(y, np.maximum(a + b, 0))
+
+
+def test_unsupported_returns_none(run_op: Any, make_op: Any) -> None:
+    param = fb.UnaryOpT()
+    param.opType = fb.UnaryOpOperation.ERFINV
+    x = np.zeros((1, 3, 2, 2), np.float32)
+    runner = run_op(fb.OpType.UnaryOp, make_op(fb.OpType.UnaryOp, param), [(x, "NCHW")],
+                    [TensorDesc(x.shape, np.float32, "NCHW")])
+    assert runner.execution is None
+    runner = run_op(fb.OpType.Interp, make_op(fb.OpType.Interp), [(x, "NCHW")],
+                    [TensorDesc(x.shape, np.float32, "NCHW")])
+    assert runner.execution is None
