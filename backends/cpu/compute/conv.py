@@ -18,7 +18,7 @@ from .depthwise import DepthwiseKernel
 from .gemm import Gemm1x1Kernel
 from .im2col import Im2ColKernel
 from .quant import dequantize_idst
-from .winograd import WinogradKernel
+from .winograd_conv import WinogradKernel
 
 __all__ = ["COUNTERS", "Conv2DKernel", "Conv2DParams", "ConvPlan", "conv2d_output_shape", "conv2d_params",
            "conv_weights", "make_conv2d_kernel"]

@@ -15,18 +15,9 @@ from numpy.lib.stride_tricks import as_strided
 
 from mnnpy.core.strategy import ConvPlan
 
-from .common import COUNTERS, Conv2DKernel, Conv2DParams, ceil4, copy_pixels, nhwc_view
+from .common import COUNTERS, Conv2DKernel, Conv2DParams, ceil4, copy_pixels, nhwc_view, output_tiles
 
 TILE_BYTES = 4 << 20
-
-
-def _tiles(n: int, oh: int, row_bytes: int) -> list[tuple[int, int, int, int]]:
-    """(n0, n1, r0, r1) output tiles: whole images when they fit, else bands of rows of one image."""
-    rows = max(1, TILE_BYTES // max(row_bytes, 1))
-    if rows >= oh:
-        images = max(1, rows // oh)
-        return [(i, min(i + images, n), 0, oh) for i in range(0, n, images)]
-    return [(i, i + 1, r, min(r + rows, oh)) for i in range(n) for r in range(0, oh, rows)]
 
 
 class Im2ColKernel(Conv2DKernel):
@@ -51,7 +42,7 @@ class Im2ColKernel(Conv2DKernel):
         windows = as_strided(self.xp, shape=(g, n, oh, ow, kh, kw, kc),
                              strides=(kc * s_c, s_n, sh * s_h, sw * s_w, dh * s_h, dw * s_w, s_c), writeable=False)
         self.y = np.zeros((n, oh, ow, ocp), dtype=np.float32)
-        tiles = _tiles(n, oh, g * ow * k_len * 4)
+        tiles = output_tiles(n, oh, g * ow * k_len * 4, TILE_BYTES)
         biggest = max((n1 - n0) * (r1 - r0) * ow for n0, n1, r0, r1 in tiles)
         cols = np.empty(g * biggest * k_len, dtype=np.float32)
         grouped = np.empty((g, biggest, on), dtype=np.float32) if g > 1 else None

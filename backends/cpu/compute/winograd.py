@@ -17,11 +17,6 @@ from fractions import Fraction
 from functools import cache
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
-
-from mnnpy.core.strategy import ConvPlan
-
-from .common import COUNTERS, PACK, Conv2DKernel, Conv2DParams, ceil4, copy_pixels, nhwc_view
 
 
 def interpolation_points(count: int, interp: Fraction = Fraction(1)) -> list[Fraction]:
@@ -101,82 +96,3 @@ def transform_weights(weight: np.ndarray, unit: int, icp: int, ocp: int) -> np.n
     packed = np.zeros((groups, alpha * alpha, icp, ocp), dtype=np.float32)
     packed[:, :, :icg, :ocg] = u.reshape(groups, alpha * alpha, icg, ocg)
     return packed
-
-
-class WinogradKernel(Conv2DKernel):
-    """Winograd F(u, k) convolution (stride 1, dilation 1, square kernel), batched GEMM over the alpha² positions.
-
-    ``run``: copy the input into a zero-bordered NHWC buffer; gather all alphaxalpha tiles with one strided copy into
-    ``D[alpha, alpha, T, Cp]``; ``V = Bᵀ D B`` as two large matmuls; ``M = V @ U`` batched over alpha² (and groups);
-    ``Y = Aᵀ M A`` as two matmuls; bias and activation on ``Y``; one strided copy into NC4HW4.
-    """
-
-    def __init__(self, params: Conv2DParams, plan: ConvPlan, in_shape: tuple[int, ...], weight: np.ndarray,
-                 bias: np.ndarray) -> None:
-        super().__init__(params, plan, in_shape, bias)
-        k, u = params.kernel[0], int(plan.unit or 2)
-        if params.kernel != (k, k) or params.stride != (1, 1) or params.dilation != (1, 1):
-            raise ValueError("Winograd needs a square kernel, stride 1 and dilation 1")
-        n, c, h, w = self.in_shape
-        _, oc, oh, ow = self.out_shape
-        pt, pl = params.pads[0], params.pads[1]
-        g = params.group
-        a = u + k - 1
-        cp, ocp = ceil4(c), ceil4(oc)
-        icg, ocg = c // g, oc // g
-        th, tw = -(-oh // u), -(-ow // u)
-        t = n * th * tw
-        self.unit, self.alpha, self.tiles = u, a, (n, th, tw)
-        self.xp = np.zeros((n, max(pt + h, th * u + k - 1), max(pl + w, tw * u + k - 1), cp), dtype=np.float32)
-        self.interior = nhwc_view(self.xp, slice(pt, pt + h), slice(pl, pl + w))
-        s_n, s_h, s_w, s_c = self.xp.strides
-        self.windows = as_strided(self.xp, shape=(a, a, n, th, tw, cp),
-                                  strides=(s_h, s_w, s_n, u * s_h, u * s_w, s_c), writeable=False)
-        mat_a, mat_b, _ = winograd_matrices(u, k, default_interp(a))
-        self.bt = np.ascontiguousarray(mat_b.T, dtype=np.float32)
-        self.at = np.ascontiguousarray(mat_a.T, dtype=np.float32)
-        self.d = np.empty((a, a, n, th, tw, cp), dtype=np.float32)
-        self.e = np.empty((a, a * t * cp), dtype=np.float32)
-        self.v = np.empty((a, a, t * cp), dtype=np.float32)
-        self.m = np.zeros((a * a, t, ocp), dtype=np.float32)
-        self.f = np.empty((u, a * t * ocp), dtype=np.float32)
-        self.y = np.empty((u, u, t * ocp), dtype=np.float32)
-        wg = weight.reshape(g, ocg, icg, k, k)
-        if g == 1:
-            self.weight = transform_weights(wg, u, cp, ocp)[0]
-            self.v_groups, self.m_groups = self.v.reshape(a * a, t, cp), self.m
-        else:
-            self.weight = np.ascontiguousarray(transform_weights(wg, u, icg, ocg).transpose(1, 0, 2, 3))
-            self.v_groups = self.v.reshape(a * a, t, cp)[:, :, :c].reshape(a * a, t, g, icg).transpose(0, 2, 1, 3)
-            self.m_groups = np.empty((a * a, g, t, ocg), dtype=np.float32)
-            self.m_scatter = self.m[:, :, :oc].reshape(a * a, t, g, ocg)
-        self.stage = None if (th * u, tw * u) == (oh, ow) else np.empty((n, ocp // PACK, th, u, tw, u, PACK),
-                                                                          dtype=np.float32)
-        COUNTERS["weight_transforms"] += 1
-
-    def run(self, x: np.ndarray, out: np.ndarray) -> None:
-        """Convolve NC4HW4 ``x`` into NC4HW4 ``out``."""
-        a, u = self.alpha, self.unit
-        n, th, tw = self.tiles
-        copy_pixels(self.interior, x, (0, 2, 3, 1))
-        np.copyto(self.d, self.windows)
-        np.matmul(self.bt, self.d.reshape(a, -1), out=self.e)
-        np.matmul(self.bt, self.e.reshape(a, a, -1), out=self.v)
-        np.matmul(self.v_groups, self.weight, out=self.m_groups)
-        if self.m_groups is not self.m:
-            np.copyto(self.m_scatter, self.m_groups.transpose(0, 2, 1, 3))
-        np.matmul(self.at, self.m.reshape(a, -1), out=self.f)
-        np.matmul(self.at, self.f.reshape(u, a, -1), out=self.y)
-        ocp = self.m.shape[-1]
-        y = self.y.reshape(u, u, n * th * tw, ocp)
-        y += self.bias_row
-        self._activate(y)
-        tiles = y.reshape(u, u, n, th, tw, ocp // PACK, PACK)
-        order = (2, 5, 3, 0, 4, 1)  # -> [n, oc4, th, u, tw, u, 4]
-        if self.stage is None and out.flags.c_contiguous:
-            copy_pixels(out.reshape(n, ocp // PACK, th, u, tw, u, PACK), tiles, order)
-            return
-        stage = self.stage if self.stage is not None else np.empty((n, ocp // PACK, th, u, tw, u, PACK), np.float32)
-        copy_pixels(stage, tiles, order)
-        _, _, oh, ow, _ = out.shape
-        copy_pixels(out, stage.reshape(n, ocp // PACK, th * u, tw * u, PACK)[:, :, :oh, :ow], (0, 1, 2, 3))

@@ -177,5 +177,17 @@ def test_im2col_tiles(monkeypatch: pytest.MonkeyPatch, tile_bytes: int, group: i
 
     monkeypatch.setattr(im2col, "TILE_BYTES", tile_bytes)  # bands of rows (600) or several images (20000)
     conv = make_conv(6, 9, (3, 3), stride=(2, 1), pads=(1, 0, 1, 2), group=group, relu=True)
-    assert len(im2col._tiles(3, 5, 7 * 54 * 4 * group)) > 1
+    assert len(im2col.output_tiles(3, 5, 7 * 54 * 4 * group, tile_bytes)) > 1
     assert check(conv, CONV, (3, 6, 9, 7), "im2col") == "im2col"
+
+
+@pytest.mark.parametrize(("block_bytes", "group", "unit", "x_shape"),
+                         [(1, 1, 2, (2, 6, 9, 8)), (1, 3, 4, (2, 6, 9, 8)), (30000, 1, 2, (3, 6, 5, 4)),
+                          (30000, 3, 4, (3, 6, 8, 8)), (1, 1, 4, (1, 6, 8, 8))])
+def test_winograd_blocks(monkeypatch: pytest.MonkeyPatch, block_bytes: int, group: int, unit: int,
+                         x_shape: tuple) -> None:
+    from mnnpy.backends.cpu.compute import winograd_conv
+
+    monkeypatch.setattr(winograd_conv, "BLOCK_BYTES", block_bytes)  # one tile row per block, or several images
+    conv = make_conv(6, 9, (3, 3), pads=(1, 1, 1, 1), group=group, relu6=True)
+    assert check(conv, CONV, x_shape, f"winograd:{unit}") == "winograd"

@@ -1,0 +1,142 @@
+"""Winograd F(u, k) convolution kernel: blocks of tiles, batched GEMM over the alpha^2 positions.
+
+Per block of tile rows (sized so its scratch stays near ``BLOCK_BYTES``, i.e. in cache):
+
+1. gather the block's alpha x alpha input tiles from a zero-bordered NHWC copy of the input (one strided copy)
+   into ``D[alpha, alpha, T, Cp]``;
+2. ``V = Bᵀ D B`` as two matmuls with the small transform matrix on the left;
+3. ``M = V @ U``, one GEMM batched over the alpha^2 positions (and groups);
+4. ``Y = Aᵀ M A`` as two matmuls, bias and activation on ``Y``;
+5. one copy of whole NC4HW4 pixels into the output (through a small stage when the tiles overhang the edge).
+
+All buffers and per-block views are built at make time; ``run`` is a loop over a few blocks of numpy calls.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from mnnpy.core.strategy import ConvPlan
+
+from .common import COUNTERS, PACK, Conv2DKernel, Conv2DParams, ceil4, copy_pixels, nhwc_view, output_tiles
+from .winograd import default_interp, transform_weights, winograd_matrices
+
+BLOCK_BYTES = 2 << 20
+_ORDER = (2, 5, 3, 0, 4, 1)  # [u, u, n, th, tw, oc4] -> [n, oc4, th, u, tw, u]
+
+
+class _Block(NamedTuple):
+    windows: np.ndarray  # source tiles (view of the padded input)
+    d: np.ndarray
+    d_mat: np.ndarray
+    e: np.ndarray
+    e_3d: np.ndarray
+    v: np.ndarray
+    v_groups: np.ndarray
+    m_groups: np.ndarray
+    m_scatter: np.ndarray | None
+    m_mat: np.ndarray
+    f: np.ndarray
+    f_3d: np.ndarray
+    y: np.ndarray
+    y_rows: np.ndarray
+    tiles: np.ndarray
+    rows: tuple[int, int, int, int]  # n0, n1, first output row, last output row (exclusive)
+    stage: np.ndarray  # [n, oc4, rows, u, tw, u, 4] when tiles overhang the output or it is not contiguous
+
+
+class WinogradKernel(Conv2DKernel):
+    """Winograd F(u, k) convolution (stride 1, dilation 1, square kernel); see the module docstring."""
+
+    def __init__(self, params: Conv2DParams, plan: ConvPlan, in_shape: tuple[int, ...], weight: np.ndarray,
+                 bias: np.ndarray) -> None:
+        super().__init__(params, plan, in_shape, bias)
+        k, u = params.kernel[0], int(plan.unit or 2)
+        if params.kernel != (k, k) or params.stride != (1, 1) or params.dilation != (1, 1):
+            raise ValueError("Winograd needs a square kernel, stride 1 and dilation 1")
+        n, c, h, w = self.in_shape
+        _, oc, oh, ow = self.out_shape
+        pt, pl = params.pads[0], params.pads[1]
+        g, a = params.group, u + k - 1
+        cp, ocp = ceil4(c), ceil4(oc)
+        icg, ocg = c // g, oc // g
+        th, tw = -(-oh // u), -(-ow // u)
+        self.unit, self.alpha, self.tiles = u, a, (n, th, tw)
+        self.xp = np.zeros((n, max(pt + h, th * u + k - 1), max(pl + w, tw * u + k - 1), cp), dtype=np.float32)
+        self.interior = nhwc_view(self.xp, slice(pt, pt + h), slice(pl, pl + w))
+        s_n, s_h, s_w, s_c = self.xp.strides
+        windows = as_strided(self.xp, shape=(a, a, n, th, tw, cp), strides=(s_h, s_w, s_n, u * s_h, u * s_w, s_c),
+                             writeable=False)
+        mat_a, mat_b, _ = winograd_matrices(u, k, default_interp(a))
+        self.bt = np.ascontiguousarray(mat_b.T, dtype=np.float32)
+        self.at = np.ascontiguousarray(mat_a.T, dtype=np.float32)
+        wg = weight.reshape(g, ocg, icg, k, k)
+        if g == 1:
+            self.weight = transform_weights(wg, u, cp, ocp)[0]
+        else:
+            self.weight = np.ascontiguousarray(transform_weights(wg, u, icg, ocg).transpose(1, 0, 2, 3))
+        blocks = output_tiles(n, th, a * a * tw * max(cp, ocp) * 4, BLOCK_BYTES)
+        t_max = max((n1 - n0) * (r1 - r0) * tw for n0, n1, r0, r1 in blocks)
+        scratch = {name: np.empty(size, dtype=np.float32) for name, size in
+                   (("d", a * a * t_max * cp), ("e", a * a * t_max * cp), ("v", a * a * t_max * cp),
+                    ("m", a * a * t_max * ocp), ("f", u * a * t_max * ocp), ("y", u * u * t_max * ocp),
+                    ("mg", a * a * t_max * ocp if g > 1 else 0), ("stage", u * u * t_max * ocp))}
+        scratch["m"][:] = 0.0  # padded output channels of a grouped GEMM stay zero
+        self.blocks = [self._block(scratch, windows, blk, (a, u, tw, cp, ocp, g, c, oc, oh)) for blk in blocks]
+        COUNTERS["weight_transforms"] += 1
+
+    @staticmethod
+    def _block(scratch: dict[str, np.ndarray], windows: np.ndarray, blk: tuple[int, int, int, int],
+               dims: tuple[int, ...]) -> _Block:
+        a, u, tw, cp, ocp, g, c, oc, oh = dims
+        n0, n1, r0, r1 = blk
+        nb, rb = n1 - n0, r1 - r0
+        t = nb * rb * tw
+        d = scratch["d"][: a * a * t * cp].reshape(a, a, nb, rb, tw, cp)
+        e = scratch["e"][: a * a * t * cp].reshape(a, a * t * cp)
+        v = scratch["v"][: a * a * t * cp].reshape(a, a, t * cp)
+        m = scratch["m"][: a * a * t * ocp].reshape(a * a, t, ocp)
+        if g == 1:
+            v_groups, m_groups, m_scatter = v.reshape(a * a, t, cp), m, None
+        else:
+            icg, ocg = c // g, oc // g
+            v_groups = v.reshape(a * a, t, cp)[:, :, :c].reshape(a * a, t, g, icg).transpose(0, 2, 1, 3)
+            m_groups = scratch["mg"][: a * a * t * ocg * g].reshape(a * a, g, t, ocg)
+            m_scatter = m[:, :, :oc].reshape(a * a, t, g, ocg)
+        f = scratch["f"][: u * a * t * ocp].reshape(u, a * t * ocp)
+        y = scratch["y"][: u * u * t * ocp].reshape(u, u, t * ocp)
+        tiles = y.reshape(u, u, nb, rb, tw, ocp // PACK, PACK)
+        row_end = min(r1 * u, oh)
+        stage = scratch["stage"][: u * u * t * ocp].reshape(nb, ocp // PACK, rb, u, tw, u, PACK)
+        return _Block(windows[:, :, n0:n1, r0:r1], d, d.reshape(a, -1), e, e.reshape(a, a, -1), v, v_groups,
+                      m_groups, m_scatter, m.reshape(a, -1), f, f.reshape(u, a, -1), y, y.reshape(u, u, t, ocp),
+                      tiles, (n0, n1, r0 * u, row_end), stage)
+
+    def run(self, x: np.ndarray, out: np.ndarray) -> None:
+        """Convolve NC4HW4 ``x`` into NC4HW4 ``out``."""
+        u = self.unit
+        copy_pixels(self.interior, x, (0, 2, 3, 1))
+        ow = out.shape[3]
+        for b in self.blocks:
+            np.copyto(b.d, b.windows)
+            np.matmul(self.bt, b.d_mat, out=b.e)
+            np.matmul(self.bt, b.e_3d, out=b.v)
+            np.matmul(b.v_groups, self.weight, out=b.m_groups)
+            if b.m_scatter is not None:
+                np.copyto(b.m_scatter, b.m_groups.transpose(0, 2, 1, 3))
+            np.matmul(self.at, b.m_mat, out=b.f)
+            np.matmul(self.at, b.f_3d, out=b.y)
+            np.add(b.y_rows, self.bias_row, out=b.y_rows)
+            self._activate(b.y_rows)
+            n0, n1, row0, row1 = b.rows
+            dst = out[n0:n1, :, row0:row1]
+            stage = b.stage
+            if stage.shape[2] * u == row1 - row0 and stage.shape[4] * u == ow and dst.flags.c_contiguous:
+                copy_pixels(dst.reshape(stage.shape), b.tiles, _ORDER)  # tiles cover the rows exactly
+            else:
+                copy_pixels(stage, b.tiles, _ORDER)
+                nb, oc4, rb, _, tw, _, _ = stage.shape
+                copy_pixels(dst, stage.reshape(nb, oc4, rb * u, tw * u, PACK)[:, :, : row1 - row0, :ow], (0, 1, 2, 3))
