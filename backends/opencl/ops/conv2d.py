@@ -1,0 +1,92 @@
+"""Convolution and ConvolutionDepthwise on NC4HW4 feature maps with fused bias and ReLU / ReLU6.
+
+Weights are packed once in on_resize: dense (and grouped, as block-diagonal) to `[OC4][IC4][kh][kw][4][4]`,
+depthwise (channel multiplier 1) to `[C4][kh][kw][4]`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from mnnpy.schema import mnn_generated as fb
+
+from mnnpy.core.backend import TensorRef
+from mnnpy.core.ir import NC4HW4
+
+from ..backend import opencl_kernel
+from ..convparams import resolve_pads
+from ..execution import CLExecution, int4
+
+
+def _c4(c: int) -> int:
+    return -(-c // 4)
+
+
+def pack_dense(weight: np.ndarray, ic: int, group: int) -> np.ndarray:
+    """`(oc, ic/g, kh, kw)` weights -> `[OC4][IC4][kh][kw][4 in][4 out]` (groups block-diagonal, zero tails)."""
+    oc, icg, kh, kw = weight.shape
+    ocg = oc // group
+    full = np.zeros((_c4(oc) * 4, _c4(ic) * 4, kh, kw), dtype=np.float32)
+    for g in range(group):
+        full[g * ocg:(g + 1) * ocg, g * icg:(g + 1) * icg] = weight[g * ocg:(g + 1) * ocg]
+    blocks = full.reshape(_c4(oc), 4, _c4(ic), 4, kh, kw)
+    return np.ascontiguousarray(blocks.transpose(0, 2, 4, 5, 3, 1))
+
+
+def pack_depthwise(weight: np.ndarray) -> np.ndarray:
+    """`(c, 1, kh, kw)` weights -> `[C4][kh][kw][4]` (zero channel tail)."""
+    c, _, kh, kw = weight.shape
+    full = np.zeros((_c4(c) * 4, kh, kw), dtype=np.float32)
+    full[:c] = weight[:, 0]
+    return np.ascontiguousarray(full.reshape(_c4(c), 4, kh, kw).transpose(0, 2, 3, 1))
+
+
+@opencl_kernel(fb.OpType.Convolution, fb.OpType.ConvolutionDepthwise, formats=("NC4HW4",))
+class ConvolutionExecution(CLExecution):
+    """Direct convolution: 4 output pixels x 4 output channels per work item; depthwise by its own kernel."""
+
+    @classmethod
+    def supports(cls, op: Any, inputs: list[TensorRef], outputs: list[TensorRef]) -> bool:
+        conv = op.main
+        if conv is None or conv.common is None or len(inputs) != 1 or len(outputs) != 1:
+            return False
+        if getattr(conv, "quanParameter", None) is not None or getattr(conv, "symmetricQuan", None) is not None:
+            return False
+        x, y = inputs[0].desc, outputs[0].desc
+        if not (x.fmt == y.fmt == NC4HW4 and len(x.shape) == len(y.shape) == 4 and x.shape[0] == y.shape[0]):
+            return False
+        ic, oc = x.shape[1], y.shape[1]
+        group = ic if op.type == fb.OpType.ConvolutionDepthwise else max(int(conv.common.group), 1)
+        kh, kw = max(int(conv.common.kernelY), 1), max(int(conv.common.kernelX), 1)
+        weight_count = len(conv.weight) if conv.weight is not None else 0
+        return ic % group == 0 and oc % group == 0 and weight_count == oc * (ic // group) * kh * kw
+
+    def encode(self) -> None:
+        conv, common = self.op.main, self.op.main.common
+        x, y = self.inputs[0], self.outputs[0]
+        n, ic, h, w = x.desc.shape
+        oc, oh, ow = y.desc.shape[1:]
+        depthwise = self.op.type == fb.OpType.ConvolutionDepthwise or int(common.group) == ic == oc > 1
+        group = ic if depthwise else max(int(common.group), 1)
+        kernel = (max(int(common.kernelY), 1), max(int(common.kernelX), 1))
+        stride = (max(int(common.strideY), 1), max(int(common.strideX), 1))
+        dilation = (max(int(common.dilateY), 1), max(int(common.dilateX), 1))
+        pads = resolve_pads(common, int(common.padMode), (h, w), (oh, ow), kernel, stride, dilation)
+        weight = np.asarray(conv.weight, dtype=np.float32).reshape(oc, ic // group, *kernel)
+        bias = np.zeros(_c4(oc) * 4, dtype=np.float32)
+        if conv.bias is not None and len(conv.bias):
+            bias[:oc] = np.asarray(conv.bias, dtype=np.float32)
+        act = 2 if common.relu6 else (1 if common.relu else 0)
+        shape_args = [int4(n, _c4(ic), h, w), int4(_c4(oc), oh, ow), int4(*kernel, *stride),
+                      int4(*dilation, pads[0], pads[1]), np.int32(act)]
+        if depthwise and ic == oc:
+            self.algorithm = "depthwise"
+            packed = pack_depthwise(weight)
+            args = [self.buf(x), self.constant(packed), self.constant(bias), self.buf(y), *shape_args]
+            self.launch("conv", "dwconv2d", args, (ow, oh, _c4(oc) * n))
+            return
+        self.algorithm = "direct1x1" if kernel == (1, 1) else "direct"
+        packed = pack_dense(weight, ic, group)
+        args = [self.buf(x), self.constant(packed), self.constant(bias), self.buf(y), *shape_args]
+        self.launch("conv", "conv2d", args, (-(-ow // 4), oh, _c4(oc) * n))

@@ -1,0 +1,100 @@
+"""Drive OpenCL executions directly (no session): make TensorRefs, plan memory, resize, run, read back."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from mnnpy.backends.opencl.backend import OpenCLBackend
+from mnnpy.schema import mnn_generated as fb
+
+from mnnpy.core.backend import Execution, StorageType, TensorRef
+from mnnpy.core.ir import NC4HW4, NCHW, TensorDesc
+
+AWKWARD_CHANNELS = (1, 3, 13, 127)
+
+
+def make_op(op_type: int, main: Any = None) -> fb.OpT:
+    """An object-API op with its parameter table."""
+    op = fb.OpT()
+    op.type = op_type
+    op.main = main
+    return op
+
+
+class Harness:
+    """One backend with a small tensor table: inputs are uploaded, outputs downloaded in logical order."""
+
+    def __init__(self, backend: OpenCLBackend) -> None:
+        self.backend = backend
+        self.refs: list[TensorRef] = []
+
+    def tensor(self, shape: Sequence[int], fmt: str = NCHW) -> TensorRef:
+        ref = TensorRef(len(self.refs), TensorDesc(tuple(shape), np.float32, fmt), name=f"t{len(self.refs)}")
+        self.refs.append(ref)
+        return ref
+
+    def run(self, op_type: int, op: Any, inputs: Sequence[np.ndarray], in_fmts: Sequence[str],
+            out_shapes: Sequence[Sequence[int]], out_fmt: str = NC4HW4, runs: int = 1) -> list[np.ndarray]:
+        """Create, plan, resize and execute one op; return the outputs as logical arrays."""
+        ins = [self.tensor(x.shape, f) for x, f in zip(inputs, in_fmts, strict=True)]
+        outs = [self.tensor(s, out_fmt) for s in out_shapes]
+        execution = self.create(op_type, op, ins, outs)
+        assert execution is not None, f"on_create returned None for op type {op_type}"
+        self.resize([execution], ins, outs)
+        for ref, x in zip(ins, inputs, strict=True):
+            self.backend.upload(ref.array, x)
+        for _ in range(runs):
+            self.execute([execution])
+        return [self.backend.download(ref.array) for ref in outs]
+
+    def create(self, op_type: int, op: Any, ins: Sequence[TensorRef], outs: Sequence[TensorRef]) -> Execution | None:
+        return self.backend.on_create(op_type, op, ins, outs)
+
+    def resize(self, executions: Sequence[Execution], ins: Sequence[TensorRef], outs: Sequence[TensorRef]) -> None:
+        self.backend.on_resize_begin()
+        for ref in (*ins, *outs):
+            self.backend.on_acquire(ref, StorageType.DYNAMIC)
+        self.backend.on_resize_end()
+        for execution in executions:
+            execution.on_resize()
+
+    def execute(self, executions: Sequence[Execution]) -> None:
+        self.backend.on_execute_begin()
+        for execution in executions:
+            execution.on_execute()
+        self.backend.on_execute_end()
+
+
+def rand(shape: Sequence[int], seed: int = 0, low: float = -2.0, high: float = 2.0) -> np.ndarray:
+    """Random float32 values with a fixed seed."""
+    return np.random.default_rng(seed).uniform(low, high, size=tuple(shape)).astype(np.float32)
+
+
+def assert_close(actual: np.ndarray, expected: np.ndarray, tol: float = 1e-4) -> None:
+    """fp32 comparison: absolute and relative tolerance `tol`."""
+    assert actual.shape == expected.shape, f"shape {actual.shape} != {expected.shape}"
+    np.testing.assert_allclose(actual, expected.astype(np.float32), rtol=tol, atol=tol)
+
+
+def reference_conv(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, stride: tuple[int, int],
+                   pads: tuple[int, int, int, int], dilation: tuple[int, int], group: int) -> np.ndarray:
+    """Direct float64 convolution: `weight` is (oc, ic/group, kh, kw), pads (top, left, bottom, right)."""
+    n, ic, h, w = x.shape
+    oc, icg, kh, kw = weight.shape
+    (sh, sw), (dh, dw), (pt, pl, pb, pr) = stride, dilation, pads
+    xp = np.zeros((n, ic, h + pt + pb, w + pl + pr))
+    xp[:, :, pt:pt + h, pl:pl + w] = x
+    oh = (h + pt + pb - (kh - 1) * dh - 1) // sh + 1
+    ow = (w + pl + pr - (kw - 1) * dw - 1) // sw + 1
+    out = np.zeros((n, oc, oh, ow)) + bias.reshape(1, -1, 1, 1)
+    ocg = oc // group
+    for g in range(group):
+        for i in range(kh):
+            for j in range(kw):
+                patch = xp[:, g * icg:(g + 1) * icg, i * dh:i * dh + (oh - 1) * sh + 1:sh,
+                           j * dw:j * dw + (ow - 1) * sw + 1:sw]
+                taps = weight[g * ocg:(g + 1) * ocg, :, i, j]
+                out[:, g * ocg:(g + 1) * ocg] += np.einsum("nchw,oc->nohw", patch, taps)
+    return out

@@ -1,0 +1,96 @@
+"""Convolution / ConvolutionDepthwise on OpenCL vs a direct numpy convolution (awkward channel counts)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from mnnpy.schema import mnn_generated as fb
+
+from .helpers import Harness, assert_close, make_op, rand, reference_conv
+
+
+def conv_op(op_type: int, ic: int, oc: int, k: tuple[int, int], stride: tuple[int, int] = (1, 1),
+            pads: tuple[int, int, int, int] = (0, 0, 0, 0), dilation: tuple[int, int] = (1, 1), group: int = 1,
+            relu: bool = False, relu6: bool = False, pad_mode: int = 0, seed: int = 0) -> fb.OpT:
+    rng = np.random.default_rng(seed)
+    common = fb.Convolution2DCommonT()
+    common.kernelY, common.kernelX = k
+    common.strideY, common.strideX = stride
+    common.dilateY, common.dilateX = dilation
+    common.padMode, common.group, common.outputCount, common.inputCount = pad_mode, group, oc, ic
+    common.pads = list(pads)
+    common.relu, common.relu6 = relu, relu6
+    conv = fb.Convolution2DT()
+    conv.common = common
+    conv.weight = rng.standard_normal((oc, ic // group, *k)).astype(np.float32).ravel()
+    conv.bias = rng.standard_normal(oc).astype(np.float32)
+    return make_op(op_type, conv)
+
+
+def run_conv(backend: object, op: fb.OpT, x: np.ndarray, pads: tuple[int, int, int, int]) -> None:
+    c = op.main.common
+    group = x.shape[1] if op.type == fb.OpType.ConvolutionDepthwise else c.group
+    weight = np.asarray(op.main.weight).reshape(c.outputCount, x.shape[1] // group, c.kernelY, c.kernelX)
+    expected = reference_conv(x, weight, np.asarray(op.main.bias), (c.strideY, c.strideX), pads,
+                              (c.dilateY, c.dilateX), group)
+    if c.relu:
+        expected = np.maximum(expected, 0)
+    if c.relu6:
+        expected = np.clip(expected, 0, 6)
+    (y,) = Harness(backend).run(op.type, op, [x], ["NC4HW4"], [expected.shape])
+    assert_close(y, expected)
+
+
+@pytest.mark.parametrize(("ic", "oc"), [(1, 3), (3, 13), (13, 1), (127, 5), (4, 8)])
+def test_conv_1x1(backend: object, ic: int, oc: int) -> None:
+    x = rand((2, ic, 3, 5), seed=ic)
+    run_conv(backend, conv_op(fb.OpType.Convolution, ic, oc, (1, 1), seed=oc), x, (0, 0, 0, 0))
+
+
+@pytest.mark.parametrize(("ic", "oc", "k", "stride", "pads", "dilation"), [
+    (3, 13, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
+    (13, 3, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1)),
+    (1, 7, (5, 3), (1, 2), (2, 1, 0, 1), (1, 1)),
+    (5, 6, (3, 3), (1, 1), (2, 2, 2, 2), (2, 2)),
+    (127, 4, (3, 3), (1, 1), (0, 0, 0, 0), (1, 1)),
+])
+def test_conv_general(backend: object, ic: int, oc: int, k: tuple[int, int], stride: tuple[int, int],
+                      pads: tuple[int, int, int, int], dilation: tuple[int, int]) -> None:
+    x = rand((1, ic, 7, 9), seed=ic + oc)
+    op = conv_op(fb.OpType.Convolution, ic, oc, k, stride, pads, dilation, relu=ic == 3)
+    run_conv(backend, op, x, pads)
+
+
+@pytest.mark.parametrize("c", [1, 3, 13, 127])
+def test_depthwise(backend: object, c: int) -> None:
+    x = rand((2, c, 6, 5), seed=c)
+    pads = (1, 1, 1, 1)
+    op = conv_op(fb.OpType.ConvolutionDepthwise, c, c, (3, 3), (1, 1), pads, group=c, relu6=True, seed=c)
+    run_conv(backend, op, x, pads)
+
+
+def test_depthwise_strided(backend: object) -> None:
+    x = rand((1, 13, 9, 8), seed=5)
+    pads = (0, 1, 1, 0)
+    op = conv_op(fb.OpType.ConvolutionDepthwise, 13, 13, (3, 3), (2, 2), pads, group=13)
+    run_conv(backend, op, x, pads)
+
+
+def test_grouped(backend: object) -> None:
+    x = rand((1, 6, 5, 5), seed=9)
+    op = conv_op(fb.OpType.Convolution, 6, 9, (3, 3), (1, 1), (1, 1, 1, 1), group=3)
+    run_conv(backend, op, x, (1, 1, 1, 1))
+
+
+def test_same_padding(backend: object) -> None:
+    x = rand((1, 3, 7, 6), seed=2)
+    op = conv_op(fb.OpType.Convolution, 3, 5, (3, 3), (2, 2), pad_mode=2)
+    # SAME, stride 2: output ceil(7/2) x ceil(6/2) = 4 x 3; total pads 2 (h) and 1 (w)
+    run_conv(backend, op, x, (1, 0, 1, 1))
+
+
+def test_quantized_weights_are_rejected(backend: object) -> None:
+    op = conv_op(fb.OpType.Convolution, 3, 4, (1, 1))
+    op.main.quanParameter = fb.IDSTQuanT()
+    h = Harness(backend)
+    assert h.create(op.type, op, [h.tensor((1, 3, 2, 2), "NC4HW4")], [h.tensor((1, 4, 2, 2), "NC4HW4")]) is None
