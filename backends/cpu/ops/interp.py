@@ -27,8 +27,8 @@ def _coords(out: int, size: int, scale: float, mode: int) -> np.ndarray:
 def _table(out: int, size: int, scale: float, mode: int, kind: int, cubic_a: float) -> tuple[np.ndarray, np.ndarray]:
     """(indices [out, taps], weights [out, taps]) for one axis."""
     x = _coords(out, size, scale, mode)
-    if kind in (1, 4):  # nearest: floor (1) or round-half-up (4)
-        idx = np.floor(x + 0.5) if kind == 4 else np.floor(x)
+    if kind in (1, 4):  # nearest: floor (1) or round, halves down (4, ONNX round_prefer_floor)
+        idx = np.ceil(x - 0.5) if kind == 4 else np.floor(x)
         if mode == 1 and kind == 1:
             idx = np.round(x)
         return np.clip(idx, 0, size - 1).astype(np.intp)[:, None], np.ones((out, 1), dtype=np.float32)

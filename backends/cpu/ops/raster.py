@@ -30,7 +30,8 @@ class Raster(CPUExecution):
         spec = self.op
         y = self.y
         self.mode = "regions"
-        if _identity(spec, y.desc.size) and len(self.inputs) == 1 and NHWC not in (self.x.desc.fmt, y.desc.fmt):
+        if _identity(spec, y.desc.size) and len(self.inputs) == 1 and self.x.desc.size == y.desc.size \
+                and NHWC not in (self.x.desc.fmt, y.desc.fmt):
             xf, yf = self.x.desc.fmt, y.desc.fmt
             if xf == yf and (xf != NC4HW4 or self.x.desc.shape == y.desc.shape):
                 self.mode = "copy"

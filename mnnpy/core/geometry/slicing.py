@@ -39,7 +39,7 @@ def box_regions(shape: tuple[int, ...], spec: list[tuple[int, int, int]], origin
 @geometry_fn(OT.Slice)
 def slice_(op: Any, ins: list[TensorDesc], outs: list[TensorDesc], values: list) -> list[list[Region]]:
     shape = ins[0].shape
-    axis, pts = split_points(op, shape, len(outs))
+    axis, pts = split_points(op, shape, len(outs), values)
     result = []
     for i in range(len(outs)):
         spec = [(0, d, 1) for d in shape]

@@ -76,12 +76,21 @@ def slice_tf(shape: tuple[int, ...], values: list) -> list[tuple[int, int, int]]
     return spec
 
 
-def split_points(op: Any, shape: tuple[int, ...], n_out: int) -> tuple[int, list[int]]:
-    """Slice (Caffe/ONNX Split): the axis and the start of every output along it."""
+def split_points(op: Any, shape: tuple[int, ...], n_out: int, values: list | None = None) -> tuple[int, list[int]]:
+    """Slice (Caffe/ONNX Split): the axis and the start of every output along it (plus the end).
+
+    Sizes come from input 1 when present (ONNX Split opset 13), else from `slicePoints` (Caffe: boundaries,
+    TF/ONNX: sizes).
+    """
     p = op.main
     axis = p.axis + len(shape) if p.axis < 0 else p.axis
-    pts = ints(p.slicePoints)
     dim = shape[axis]
+    if values is not None and len(values) > 1 and values[1] is not None:
+        starts = [0]
+        for s in ints(values[1])[: n_out - 1]:
+            starts.append(starts[-1] + s)
+        return axis, [*starts, dim]
+    pts = ints(p.slicePoints)
     if not pts:
         step = dim // n_out
         return axis, [i * step for i in range(n_out)] + [dim]

@@ -95,11 +95,11 @@ def concat(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
     return [same(x, (*x.shape[:axis], total, *x.shape[axis + 1:]))]
 
 
-@shape_fn(OT.Slice)
+@shape_fn(OT.Slice, needs_values=(1,))
 def slice_(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
     x = descs[0]
     n_out = len(op.outputIndexes)
-    axis, pts = split_points(op, x.shape, n_out)
+    axis, pts = split_points(op, x.shape, n_out, values)
     return [same(x, (*x.shape[:axis], pts[i + 1] - pts[i], *x.shape[axis + 1:])) for i in range(n_out)]
 
 
