@@ -62,13 +62,17 @@ def _same_pads(size: int, k: int, s: int, d: int, transposed: bool) -> tuple[int
     return total // 2, total - total // 2
 
 
-def conv2d_params(conv: Any, op_type: int, in_shape_nchw: tuple[int, ...]) -> Conv2DParams:
+def conv2d_params(conv: Any, op_type: int, in_shape_nchw: tuple[int, ...],
+                  output_hw: tuple[int, int] | None = None) -> Conv2DParams:
     """Resolve a ``fb.Convolution2DT`` for one NCHW input shape, as MNN does.
 
     Args:
         conv: the op's ``Convolution2DT`` (object API).
         op_type: Convolution (12), ConvolutionDepthwise (13), Deconvolution (17) or DeconvolutionDepthwise (18).
         in_shape_nchw: input shape (N, C, H, W).
+        output_hw: for a transposed convolution whose output size is given (``hasOutputShape``): the (H, W) to
+            produce; the end pads / output padding are derived from it (begin pads as MNN's
+            ``convolutionTransposePad``).
 
     Returns:
         The resolved parameters.
@@ -105,8 +109,25 @@ def conv2d_params(conv: Any, op_type: int, in_shape_nchw: tuple[int, ...]) -> Co
     out_pads = (0, 0)
     if transposed and c.outPads is not None and len(c.outPads) >= 2:
         out_pads = (int(c.outPads[0]), int(c.outPads[1]))
+    if transposed and output_hw is not None:
+        pads, out_pads = _fit_transposed(in_shape_nchw, (kh, kw), (sh, sw), (dh, dw), pads, output_hw,
+                                         c.padMode == PAD_SAME)
     return Conv2DParams((kh, kw), (sh, sw), (dh, dw), pads, group, ic, oc, bool(c.relu), bool(c.relu6),
                         transposed, out_pads)
+
+
+def _fit_transposed(in_shape: tuple[int, ...], k: tuple[int, int], s: tuple[int, int], d: tuple[int, int],
+                    pads: tuple[int, ...], output_hw: tuple[int, int], same: bool) -> tuple[tuple, tuple[int, int]]:
+    begin, end, extra = [], [], []
+    for axis in range(2):
+        full = (int(in_shape[2 + axis]) - 1) * s[axis] + (k[axis] - 1) * d[axis] + 1
+        total = full - int(output_hw[axis])
+        first = max(total // 2, 0) if same else max(min(pads[axis], full), 0)
+        last = total - first
+        begin.append(first)
+        end.append(max(last, 0))
+        extra.append(max(-last, 0))
+    return (begin[0], begin[1], end[0], end[1]), (extra[0], extra[1])
 
 
 def conv2d_output_shape(params: Conv2DParams, in_shape_nchw: tuple[int, ...]) -> tuple[int, int, int, int]:

@@ -52,8 +52,8 @@ def conv_weights(conv: Any, params: Conv2DParams) -> tuple[np.ndarray, np.ndarra
     return weight.reshape(shape), bias
 
 
-def make_conv2d_kernel(conv: Any, op_type: int, in_shape_nchw: tuple, threads: int = 1,
-                       force: str | None = None) -> Conv2DKernel:
+def make_conv2d_kernel(conv: Any, op_type: int, in_shape_nchw: tuple, threads: int = 1, force: str | None = None,
+                       output_hw: tuple[int, int] | None = None) -> Conv2DKernel:
     """Plan and prepare one 2-D convolution for a fixed NCHW input shape.
 
     Args:
@@ -64,6 +64,7 @@ def make_conv2d_kernel(conv: Any, op_type: int, in_shape_nchw: tuple, threads: i
         threads: thread count given to the cost model.
         force: algorithm override for tests ("im2col", "winograd:2|4|6", "gemm1x1", "strassen[:depth]",
             "depthwise", "deconv").
+        output_hw: output (H, W) of a transposed convolution with ``hasOutputShape`` (from its shape input).
 
     Returns:
         A kernel with ``out_shape``, ``plan`` and ``run(x_nc4hw4, out_nc4hw4)``.
@@ -72,7 +73,7 @@ def make_conv2d_kernel(conv: Any, op_type: int, in_shape_nchw: tuple, threads: i
         ValueError: on inconsistent parameters or an override that cannot run this convolution.
     """
     shape = tuple(int(v) for v in in_shape_nchw)
-    params = conv2d_params(conv, op_type, shape)
+    params = conv2d_params(conv, op_type, shape, output_hw)
     weight, bias = conv_weights(conv, params)
     plan = plan_conv2d(params, shape, threads=threads, force=force)
     return _KERNELS[plan.algorithm](params, plan, shape, weight, bias)

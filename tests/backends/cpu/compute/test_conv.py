@@ -191,3 +191,21 @@ def test_winograd_blocks(monkeypatch: pytest.MonkeyPatch, block_bytes: int, grou
     monkeypatch.setattr(winograd_conv, "BLOCK_BYTES", block_bytes)  # one tile row per block, or several images
     conv = make_conv(6, 9, (3, 3), pads=(1, 1, 1, 1), group=group, relu6=True)
     assert check(conv, CONV, x_shape, f"winograd:{unit}") == "winograd"
+
+
+@pytest.mark.parametrize(("mode", "pads", "output_hw"), [(SAME, None, (10, 12)), (SAME, None, (9, 11)),
+                                                         (CAFFE, (1, 1, 1, 1), (9, 11)),
+                                                         (CAFFE, (1, 0, 0, 0), (10, 13))])
+def test_deconv_given_output_shape(mode: int, pads: tuple | None, output_hw: tuple[int, int]) -> None:
+    conv = make_conv(3, 5, (3, 3), stride=(2, 2), pads=pads, pad_mode=mode, transposed=True)
+    x_shape = (1, 3, 5, 6)
+    params = conv2d_params(conv, DECONV, x_shape, output_hw)
+    assert conv2d_output_shape(params, x_shape)[2:] == output_hw
+    x = np.random.default_rng(2).standard_normal(x_shape).astype(np.float32)
+    from mnnpy.backends.cpu.compute.conv import make_conv2d_kernel
+    from mnnpy.backends.cpu.compute.nc4hw4 import pack_nc4hw4, packed_shape, unpack_nc4hw4
+
+    kernel = make_conv2d_kernel(conv, DECONV, x_shape, output_hw=output_hw)
+    out = np.empty(packed_shape(kernel.out_shape), np.float32)
+    kernel.run(pack_nc4hw4(x), out)
+    assert_close(unpack_nc4hw4(out, 5), reference_deconv(x.astype(np.float64), conv, params))
