@@ -22,7 +22,7 @@ Evaluator = Callable[[Node, list[np.ndarray]], list[np.ndarray]]
 _BINARY: dict[int, Callable[[Any, Any], Any]] = {
     BIN.ADD: np.add, BIN.SUB: np.subtract, BIN.MUL: np.multiply, BIN.MAXIMUM: np.maximum, BIN.MINIMUM: np.minimum,
     BIN.GREATER: np.greater, BIN.GREATER_EQUAL: np.greater_equal, BIN.LESS: np.less, BIN.LESS_EQUAL: np.less_equal,
-    BIN.EQUAL: np.equal, BIN.NOTEQUAL: np.not_equal, BIN.FLOORMOD: np.mod, BIN.FLOORDIV: np.floor_divide,
+    BIN.EQUAL: np.equal, BIN.NOTEQUAL: np.not_equal, BIN.FLOORDIV: np.floor_divide,
     BIN.REALDIV: np.true_divide, BIN.POW: np.power, BIN.LOGICALOR: np.logical_or,
 }
 
@@ -63,10 +63,12 @@ def _int_result(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
 def _binary(node: Node, x: list[np.ndarray]) -> list[np.ndarray] | None:
     operation = node.param.opType
     a, b = x
-    if operation == BIN.DIV:
-        if a.dtype.kind == "f" or b.dtype.kind == "f":
-            return [np.true_divide(a, b)]
+    integer = a.dtype.kind in "iub" and b.dtype.kind in "iub"
+    if operation in (BIN.DIV, BIN.REALDIV) and integer:
         return [np.trunc(a / b).astype(np.int32)]
+    if operation in (BIN.MOD, BIN.FLOORMOD):  # MNN 3.6.1: MOD is Python mod on ints, C fmod on floats
+        python_mod = (operation == BIN.MOD) == integer
+        return [np.mod(a, b) if python_mod else np.fmod(a, b)]
     fn = _BINARY.get(operation)
     if fn is None:
         return None

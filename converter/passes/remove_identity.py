@@ -25,7 +25,8 @@ def apply(graph: Graph) -> int:
             continue
         producer = graph.producers().get(src)
         if producer is None or src in graph.outputs or producer is node:
-            continue  # input/constant passed straight to an output: keep the op
+            node.op_type = fb.OpType.Identity  # input passed straight to an output: MNN runs Identity, not Dropout
+            continue
         graph.nodes.remove(node)
         producer.outputs = [dst if name == src else name for name in producer.outputs]
         if producer.name == src:

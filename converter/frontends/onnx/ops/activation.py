@@ -80,7 +80,7 @@ def prelu(ctx: Context, node: OnnxNode) -> None:
         param.slope = slope.astype(np.float32).ravel()
         ctx.emit(OP.PReLU, [x], node.outputs, PARAM.PRelu, param, name=node.name)
         return
-    mask = ctx.binary(BIN.LESS, x, ctx.const(np.float32(0)))
+    mask = ctx.binary(BIN.GREATER, ctx.const(np.float32(0)), x)  # x < 0 (MNN's float LESS is unreliable)
     factor = ctx.out(OP.Select, [mask, slope_name, ctx.const(np.float32(1))], name="Select")
     ctx.binary(BIN.MUL, x, factor, node.outputs[0])
 

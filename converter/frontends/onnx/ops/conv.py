@@ -52,11 +52,40 @@ def _wrap_1d(ctx: Context, node: OnnxNode, x: str) -> tuple[str, str]:
     return expanded, ctx.graph.unique_name(node.outputs[0] + "_2d")
 
 
+def _dynamic_conv(ctx: Context, node: OnnxNode, op_type: int, auto_pad: str, dilations: list[int] | None,
+                  group: int, kernel_shape: list[int] | None, pads: list[int] | None, strides: list[int] | None,
+                  output_padding: list[int] | None = None) -> None:
+    """Run-time weights: MNN's multi-input convolution (inputs x, weight[, bias]), 2-D only."""
+    w_shape = ctx.shape(node.inputs[1])
+    if w_shape is None or len(w_shape) != 4 or any(d is None for d in w_shape):
+        raise ConvertError(f"{node.label()}: run-time weights need a known 4-D weight shape")
+    if op_type == OP.Convolution:
+        oc, ic = int(w_shape[0]), int(w_shape[1]) * group
+    else:
+        ic, oc = int(w_shape[0]), int(w_shape[1]) * group
+    kernel = [int(k) for k in (kernel_shape or w_shape[2:])]
+    common = _common(node, kernel, strides, dilations, pads, auto_pad, group, oc, ic)
+    if op_type == OP.Deconvolution:
+        if common.pads is None and common.padMode == fb.PadMode.CAFFE:
+            common.pads = [0, 0, 0, 0]
+        if output_padding is not None:
+            common.outPads = list(output_padding)
+    param = fb.Convolution2DT()
+    param.common = common
+    inputs = [node.inputs[0], node.inputs[1]]
+    if node.input(2):
+        inputs.append(node.inputs[2])
+    ctx.emit(op_type, inputs, node.outputs, PARAM.Convolution2D, param, name=node.name)
+
+
 @onnx_op("Conv")
 def conv(ctx: Context, node: OnnxNode, *, auto_pad: str = "NOTSET", dilations: list[int] | None = None,
          group: int = 1, kernel_shape: list[int] | None = None, pads: list[int] | None = None,
          strides: list[int] | None = None) -> None:
     """Conv: weights and bias go into the op; group == ic == oc becomes ConvolutionDepthwise."""
+    if ctx.value(node.inputs[1]) is None:
+        _dynamic_conv(ctx, node, OP.Convolution, auto_pad, dilations, group, kernel_shape, pads, strides)
+        return
     weight = ctx.need_value(node, 1, "the weight")
     bias_value = ctx.value(node.input(2))
     if node.input(2) and bias_value is None:
@@ -91,6 +120,10 @@ def conv_transpose(ctx: Context, node: OnnxNode, *, auto_pad: str = "NOTSET", di
                    output_shape: list[int] | None = None, pads: list[int] | None = None,
                    strides: list[int] | None = None) -> None:
     """ConvTranspose -> Deconvolution (weight kept as ONNX's [ic, oc/group, kh, kw])."""
+    if ctx.value(node.inputs[1]) is None and output_shape is None:
+        _dynamic_conv(ctx, node, OP.Deconvolution, auto_pad, dilations, group, kernel_shape, pads, strides,
+                      output_padding)
+        return
     weight = ctx.need_value(node, 1, "the weight")
     bias_value = ctx.value(node.input(2))
     if node.input(2) and bias_value is None:

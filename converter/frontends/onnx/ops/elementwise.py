@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
+from mnnpy.schema import mnn_generated as fb
 
 from ....graph import ConvertError
-from ..context import BIN, OP, UN, Context, OnnxNode
+from ..context import BIN, OP, PARAM, UN, Context, OnnxNode
 from ..registry import onnx_op
 
 _BINARY = {
-    "Add": BIN.ADD, "Sub": BIN.SUB, "Mul": BIN.MUL, "Pow": BIN.POW,
-    "Equal": BIN.EQUAL, "Greater": BIN.GREATER, "Less": BIN.LESS, "GreaterOrEqual": BIN.GREATER_EQUAL,
+    "Add": BIN.ADD, "Sub": BIN.SUB, "Mul": BIN.MUL,
+    "Equal": BIN.EQUAL, "Greater": BIN.GREATER, "GreaterOrEqual": BIN.GREATER_EQUAL,
     "LessOrEqual": BIN.LESS_EQUAL, "Or": BIN.LOGICALOR, "Xor": BIN.LOGICALXOR, "And": BIN.MUL,
     "BitwiseAnd": BIN.BITWISE_AND, "BitwiseOr": BIN.BITWISE_OR, "BitwiseXor": BIN.BITWISE_XOR,
 }
@@ -40,17 +41,50 @@ for _name in _UNARY:
     onnx_op(_name)(_unary)
 
 
+@onnx_op("Less")
+def less(ctx: Context, node: OnnxNode) -> None:
+    """Less(a, b) -> BinaryOp GREATER(b, a): MNN 3.6.1's float LESS is wrong when both operands are negative."""
+    ctx.binary(BIN.GREATER, node.inputs[1], node.inputs[0], node.outputs[0])
+
+
 @onnx_op("Div")
 def div(ctx: Context, node: OnnxNode) -> None:
-    """Div -> BinaryOp REALDIV for floats, DIV (integer division) otherwise."""
-    operation = BIN.REALDIV if ctx.is_float(node.inputs[0]) else BIN.DIV
-    ctx.binary(operation, node.inputs[0], node.inputs[1], node.outputs[0])
+    """Div -> BinaryOp REALDIV (MNN's REALDIV truncates on integers, as ONNX does; DIV has no int kernel)."""
+    ctx.binary(BIN.REALDIV, node.inputs[0], node.inputs[1], node.outputs[0])
 
 
 @onnx_op("Mod")
 def mod(ctx: Context, node: OnnxNode, *, fmod: int = 0) -> None:
-    """Mod -> BinaryOp FLOORMOD (fmod=0, Python semantics) or MOD (fmod=1, C fmod)."""
-    ctx.binary(BIN.MOD if fmod else BIN.FLOORMOD, node.inputs[0], node.inputs[1], node.outputs[0])
+    """Mod -> MNN's MOD / FLOORMOD, whose meanings swap between float and int kernels in MNN 3.6.1.
+
+    Measured: float MOD = C fmod, float FLOORMOD = Python mod; int MOD = Python mod, int FLOORMOD = C fmod.
+    """
+    floating = ctx.is_float(node.inputs[0])
+    python_mod = BIN.FLOORMOD if floating else BIN.MOD
+    c_fmod = BIN.MOD if floating else BIN.FLOORMOD
+    ctx.binary(c_fmod if fmod else python_mod, node.inputs[0], node.inputs[1], node.outputs[0])
+
+
+@onnx_op("Pow")
+def power(ctx: Context, node: OnnxNode) -> None:
+    """Pow -> BinaryOp POW; MNN needs both operands of one type, so a mismatched exponent/base is cast."""
+    base, exponent = node.inputs[0], node.inputs[1]
+    float_base, float_exp = ctx.is_float(base), ctx.is_float(exponent)
+    if float_base == float_exp:
+        ctx.binary(BIN.POW, base, exponent, node.outputs[0])
+        return
+    if float_base:
+        ctx.binary(BIN.POW, base, _cast(ctx, exponent, fb.DataType.DT_FLOAT), node.outputs[0])
+        return
+    result = ctx.binary(BIN.POW, _cast(ctx, base, fb.DataType.DT_FLOAT), exponent)
+    _cast(ctx, result, fb.DataType.DT_INT32, node.outputs[0])
+
+
+def _cast(ctx: Context, x: str, dtype: int, output: str | None = None) -> str:
+    param = fb.CastParamT()
+    param.dstT = dtype
+    return ctx.out(OP.Cast, [x], None if output is None else [output], PARAM.CastParam, param,
+                   name=None if output is not None else "Cast")
 
 
 @onnx_op("Not")
@@ -108,10 +142,11 @@ def identity(ctx: Context, node: OnnxNode) -> None:
 
 @onnx_op("Dropout")
 def dropout(ctx: Context, node: OnnxNode, *, ratio: float = 0.5, is_test: int = 0, seed: int = 0) -> None:
-    """Dropout (inference) -> Dropout op removed by the identity pass; the mask output is all ones."""
+    """Dropout (inference) -> Dropout op removed by the identity pass; the mask output is all ones (Fill)."""
     ctx.emit(OP.Dropout, [node.inputs[0]], [node.outputs[0]], name=node.name)
     if len(node.outputs) > 1 and node.outputs[1]:
-        raise ConvertError(f"{node.label()}: the mask output of Dropout is not supported")
+        ones = ctx.const(np.ones(1, np.int32), "ones")
+        ctx.emit(OP.Fill, [ctx.shape_of(node.inputs[0]), ones], [node.outputs[1]])
 
 
 @onnx_op("Constant")

@@ -22,24 +22,39 @@ _REDUCE = {
 _AXES_INPUT_SINCE = {"ReduceSum": 13}
 
 
-def reduction(ctx: Context, x: str, operation: int, axes: list[int] | None, keepdims: bool,
+def reduction(ctx: Context, x: str, operation: int, axes: list[int] | str | None, keepdims: bool,
               output: str | None = None, name: str | None = None) -> str:
-    """Reduction op over constant `axes` (None = all axes)."""
+    """Reduction op over constant `axes` (None = all axes) or a run-time axes tensor (input 1, as MNNConvert)."""
     param = fb.ReductionParamT()
     param.operation = operation
-    param.dim = None if axes is None else [int(a) for a in axes]
+    param.dim = None if axes is None or isinstance(axes, str) else [int(a) for a in axes]
     param.keepDims = bool(keepdims)
     param.dType = fb.DataType.DT_FLOAT
-    return ctx.out(OP.Reduction, [x], None if output is None else [output], PARAM.ReductionParam, param,
+    inputs = [x, axes] if isinstance(axes, str) else [x]
+    return ctx.out(OP.Reduction, inputs, None if output is None else [output], PARAM.ReductionParam, param,
                    name=name or ("Reduction" if output is None else None))
 
 
 def _reduce(ctx: Context, node: OnnxNode, *, axes: list[int] | None = None, keepdims: int = 1,
             noop_with_empty_axes: int = 0) -> None:
     operation, before, after = _REDUCE[node.op_type]
+    dynamic_axes: str | None = None
     if axes is None and node.input(1):
-        axes = [int(a) for a in ctx.need_value(node, 1, "axes").ravel()]
+        value = ctx.value(node.input(1))
+        if value is None:
+            if noop_with_empty_axes:
+                raise ConvertError(f"{node.label()}: run-time axes with noop_with_empty_axes=1 are not supported")
+            dynamic_axes = node.input(1)
+        else:
+            axes = [int(a) for a in value.ravel()]
     x = node.inputs[0]
+    if dynamic_axes is not None:
+        if before is not None:
+            x = ctx.unary(before, x)
+        y = reduction(ctx, x, operation, dynamic_axes, bool(keepdims), None if after else node.outputs[0])
+        if after is not None:
+            ctx.unary(after, y, node.outputs[0])
+        return
     if not axes:
         if noop_with_empty_axes:
             ctx.alias(x, node.outputs[0])

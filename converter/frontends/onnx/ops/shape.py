@@ -43,13 +43,21 @@ def _axes(ctx: Context, node: OnnxNode, attr: list[int] | None, what: str = "axe
 
 @onnx_op("Squeeze")
 def squeeze(ctx: Context, node: OnnxNode, *, axes: list[int] | None = None) -> None:
-    """Squeeze -> Squeeze(squeezeDims)."""
+    """Squeeze -> Squeeze(squeezeDims); run-time axes go in as input 1 (as MNNConvert)."""
+    if axes is None and node.input(1) and ctx.value(node.input(1)) is None:
+        ctx.emit(OP.Squeeze, [node.inputs[0], node.inputs[1]], node.outputs, PARAM.SqueezeParam,
+                 fb.SqueezeParamT(), name=node.name)
+        return
     ctx.squeeze(node.inputs[0], _axes(ctx, node, axes), node.outputs[0])
 
 
 @onnx_op("Unsqueeze")
 def unsqueeze(ctx: Context, node: OnnxNode, *, axes: list[int] | None = None) -> None:
     """Unsqueeze -> Unsqueeze(squeezeDims) (negative axes resolved against the output rank)."""
+    if axes is None and node.input(1) and ctx.value(node.input(1)) is None:
+        ctx.emit(OP.Unsqueeze, [node.inputs[0], node.inputs[1]], node.outputs, PARAM.SqueezeParam,
+                 fb.SqueezeParamT(), name=node.name)
+        return
     dims = _axes(ctx, node, axes)
     if dims is None:
         raise ConvertError(f"{node.label()}: axes are required")
@@ -74,7 +82,11 @@ def shape_op(ctx: Context, node: OnnxNode, *, start: int = 0, end: int | None = 
         ctx.emit(OP.Shape, [node.inputs[0]], node.outputs, name=node.name, default_format=fb.MNN_DATA_FORMAT.NCHW)
         return
     full = ctx.shape_of(node.inputs[0])
+    rank = ctx.rank(node.inputs[0])
     stop = 2**31 - 1 if end is None else end
+    if rank is not None:  # MNN's StridedSlice does not clamp out-of-range starts; do it here
+        start = min(max(start + rank if start < 0 else start, 0), rank)
+        stop = min(max(stop + rank if stop < 0 else stop, 0), rank)
     _strided_slice(ctx, [full, ctx.const(np.int32([start])), ctx.const(np.int32([stop]))], node.outputs[0])
 
 

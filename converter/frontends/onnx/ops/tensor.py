@@ -27,7 +27,11 @@ def split(ctx: Context, node: OnnxNode, *, axis: int = 0, split: list[int] | Non
     """Split -> Slice(axis, slicePoints = sizes, sourceType TORCH); no sizes means equal parts."""
     sizes = split
     if sizes is None and node.input(1):
-        sizes = [int(v) for v in ctx.need_value(node, 1, "split").ravel()]
+        value = ctx.value(node.input(1))
+        if value is None:
+            _split_dynamic(ctx, node, axis)
+            return
+        sizes = [int(v) for v in value.ravel()]
     if sizes is None and num_outputs is not None:
         shape = ctx.shape(node.inputs[0])
         dim = None if shape is None else shape[axis]
@@ -39,6 +43,20 @@ def split(ctx: Context, node: OnnxNode, *, axis: int = 0, split: list[int] | Non
     param.slicePoints = None if sizes is None else list(sizes)
     param.sourceType = fb.NetSource.TORCH
     ctx.emit(OP.Slice, [node.inputs[0]], node.outputs, PARAM.Slice, param, name=node.name)
+
+
+def _split_dynamic(ctx: Context, node: OnnxNode, axis: int) -> None:
+    """Split with run-time sizes: each output is a StridedSlice between running sums of the sizes."""
+    sizes = ctx.reshape(node.inputs[1], [-1])
+    ends = ctx.out(OP.CumSum, [sizes, ctx.const(np.int32(0), "axis")], None, PARAM.CumSum, fb.CumSumT(),
+                   name="CumSum")
+    begins = ctx.binary(BIN.SUB, ends, sizes)
+    axis_name = ctx.const(np.asarray([axis], np.int32), "axis")
+    for i, out in enumerate(node.outputs):
+        index = ctx.const(np.asarray([i], np.int32), "index")
+        begin = ctx.out(OP.GatherV2, [begins, index, ctx.const(np.int32(0))], name="GatherV2")
+        end = ctx.out(OP.GatherV2, [ends, index, ctx.const(np.int32(0))], name="GatherV2")
+        _strided_slice(ctx, [node.inputs[0], begin, end, axis_name], out)
 
 
 @onnx_op("Slice")
@@ -80,7 +98,7 @@ def gather(ctx: Context, node: OnnxNode, *, axis: int = 0) -> None:
         if dim is None:
             raise ConvertError(f"{node.label()}: negative indices need a known size of axis {axis}")
         indices = ctx.const(np.where(value < 0, value + dim, value).astype(np.int32), indices)
-    elif value is None and axis != 0:
+    elif value is None:
         indices = _wrap_indices(ctx, node, indices, axis)
     ctx.emit(OP.GatherV2, [node.inputs[0], indices, ctx.const(np.int32(axis), "axis")], node.outputs,
              name=node.name)
@@ -177,3 +195,12 @@ def topk(ctx: Context, node: OnnxNode, *, axis: int = -1, largest: int = 1, sort
         k = ctx.const(np.asarray(k_value, np.int64).reshape(1), "k")
     ctx.emit(OP.TopKV2, [node.inputs[0], k, ctx.const(np.int32(axis), "axis")], node.outputs, PARAM.TopKV2, param,
              name=node.name)
+
+
+@onnx_op("CumSum")
+def cumsum(ctx: Context, node: OnnxNode, *, exclusive: int = 0, reverse: int = 0) -> None:
+    """CumSum -> CumSum(x, axis) with exclusive / reverse flags."""
+    param = fb.CumSumT()
+    param.exclusive = bool(exclusive)
+    param.reverse = bool(reverse)
+    ctx.emit(OP.CumSum, [node.inputs[0], node.inputs[1]], node.outputs, PARAM.CumSum, param, name=node.name)
