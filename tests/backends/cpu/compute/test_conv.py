@@ -114,16 +114,17 @@ def test_deconv_depthwise() -> None:
     assert check(conv, DECONV_DW, (1, 5, 4, 5), None) == "deconv"
 
 
-@settings(derandomize=True, max_examples=40, deadline=None)
-@given(ic=st.sampled_from([1, 2, 3, 5, 8, 13]), oc=st.sampled_from([1, 3, 4, 7, 13]), kh=st.integers(1, 4),
-       kw=st.integers(1, 4), sh=st.integers(1, 3), sw=st.integers(1, 3), dh=st.integers(1, 2), dw=st.integers(1, 2),
-       h=st.integers(1, 9), w=st.integers(1, 9), mode=st.sampled_from([CAFFE, VALID, SAME]),
-       pad=st.tuples(*[st.integers(0, 2)] * 4), relu=st.integers(0, 2))
-def test_random_shapes_all_paths(ic: int, oc: int, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int, h: int,
-                                 w: int, mode: int, pad: tuple, relu: int) -> None:
-    conv = make_conv(ic, oc, (kh, kw), stride=(sh, sw), dilation=(dh, dw), pads=pad, pad_mode=mode,
+@settings(derandomize=True, max_examples=60, deadline=None)
+@given(g=st.sampled_from([1, 1, 2, 3]), icg=st.sampled_from([1, 2, 3, 5, 13]), ocg=st.sampled_from([1, 3, 4, 7]),
+       kh=st.integers(1, 4), kw=st.integers(1, 4), sh=st.integers(1, 3), sw=st.integers(1, 3), dh=st.integers(1, 2),
+       dw=st.integers(1, 2), n=st.integers(1, 2), h=st.integers(1, 9), w=st.integers(1, 9),
+       mode=st.sampled_from([CAFFE, VALID, SAME]), pad=st.tuples(*[st.integers(0, 2)] * 4), relu=st.integers(0, 2))
+def test_random_shapes_all_paths(g: int, icg: int, ocg: int, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int,
+                                 n: int, h: int, w: int, mode: int, pad: tuple, relu: int) -> None:
+    ic, oc = g * icg, g * ocg
+    conv = make_conv(ic, oc, (kh, kw), stride=(sh, sw), dilation=(dh, dw), pads=pad, pad_mode=mode, group=g,
                      relu=relu == 1, relu6=relu == 2)
-    shape = (1, ic, h, w)
+    shape = (n, ic, h, w)
     params = conv2d_params(conv, CONV, shape)
     try:
         conv2d_output_shape(params, shape)
@@ -133,7 +134,9 @@ def test_random_shapes_all_paths(ic: int, oc: int, kh: int, kw: int, sh: int, sw
     check(conv, CONV, shape, None)
     if kh == kw > 1 and (sh, sw) == (dh, dw) == (1, 1):
         check(conv, CONV, shape, "winograd:2")
-    deconv = make_conv(ic, oc, (kh, kw), stride=(sh, sw), dilation=(dh, dw), pads=pad, pad_mode=mode,
+    if g == ic == oc and (kh, kw) != (1, 1):
+        check(conv, CONV, shape, "depthwise")
+    deconv = make_conv(ic, oc, (kh, kw), stride=(sh, sw), dilation=(dh, dw), pads=pad, pad_mode=mode, group=g,
                        transposed=True, relu=relu == 1)
     try:
         conv2d_output_shape(conv2d_params(deconv, DECONV, shape), shape)
