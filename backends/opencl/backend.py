@@ -132,11 +132,15 @@ class OpenCLBackend(Backend):
         flat = layout.to_device(logical, dst.desc)
         cl.enqueue_copy(self.queue, dst.buffer, flat, is_blocking=True)
 
-    def download(self, src: CLTensor) -> np.ndarray:
-        """The logical value of a device tensor (waits for the queue)."""
+    def read_physical(self, src: CLTensor) -> np.ndarray:
+        """A device tensor's buffer contents in its OpenCL layout (waits for the queue)."""
         flat = np.empty(src.elements, dtype=src.desc.dtype)
         cl.enqueue_copy(self.queue, flat, src.buffer, is_blocking=True)
-        return layout.from_device(flat, src.desc)
+        return flat
+
+    def download(self, src: CLTensor) -> np.ndarray:
+        """The logical value of a device tensor (waits for the queue)."""
+        return layout.from_device(self.read_physical(src), src.desc)
 
     def on_copy(self, src: TensorRef, dst: TensorRef) -> None:
         src_dev, dst_dev = isinstance(src.array, CLTensor), isinstance(dst.array, CLTensor)
