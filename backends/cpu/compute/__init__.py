@@ -1,1 +1,8 @@
-"""CPU compute kernels: NC4HW4 packing, GEMM/Strassen, Winograd, im2col, depthwise and deconvolution."""
+"""CPU compute kernels (numpy, float32, NC4HW4 in and out).
+
+* ``nc4hw4``: ``pack_nc4hw4`` / ``unpack_nc4hw4``.
+* ``conv``: ``make_conv2d_kernel`` (entry point), ``conv2d_params``, ``conv2d_output_shape``, ``COUNTERS``.
+* ``gemm`` (BLAS and Strassen GEMM, 1x1 kernel), ``winograd`` (exact F(m, r) matrices, weight transform),
+  ``winograd_conv`` (blocked Winograd kernel), ``im2col``, ``depthwise``, ``deconv``, ``quant`` (IDSTQuan weights).
+* The algorithm choice is ``mnnpy.core.strategy.plan_conv2d`` (MNN's cost model).
+"""
