@@ -85,14 +85,7 @@ class Tensor:
     def _logical(self) -> np.ndarray:
         if self._session is None:
             return self._array
-        ref = self._ref
-        if ref.array is None:
-            raise ModelError(f"tensor {ref.name!r} has no memory (session released or not resized)")
-        if ref.desc.fmt == "NC4HW4":
-            from mnnpy.backends.cpu.layout import unpack
-
-            return unpack(np.asarray(ref.array), ref.desc.shape)
-        return np.asarray(ref.array).reshape(ref.desc.shape)
+        return self._session.read(self._index)
 
     def _host_in(self, dim: int) -> np.ndarray:
         """The value in the layout of dimension type `dim` (NCHW <-> NHWC for 4-D)."""
@@ -143,9 +136,7 @@ class Tensor:
         ref = self._ref
         if src.dtype.kind != ref.desc.dtype.kind and not (src.dtype.kind in "iu" and ref.desc.dtype.kind in "iu"):
             raise ModelError(f"tensor {ref.name!r}: expects {ref.desc.dtype}, got {src.dtype}")
-        from mnnpy.backends.cpu.layout import store
-
-        store(ref, src.reshape(shape))
+        self._session.write(self._index, src.reshape(shape))
         return True
 
     copyFromHostTensor = copyFrom

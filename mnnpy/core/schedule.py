@@ -6,17 +6,28 @@ counts over command order, then `on_resize` every execution.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
-from mnnpy.core.backend import Backend, StorageType, TensorRef
+from mnnpy.core.backend import Backend, Execution, StorageType, TensorRef
 from mnnpy.core.geometry._regions import full_copy
-from mnnpy.core.geometry.fuse import Gather
-from mnnpy.core.ir import NC4HW4, Command, TensorDesc
+from mnnpy.core.ir import NC4HW4, Command
 from mnnpy.core.pipeline import RASTER, Graph, RasterSpec, UnsupportedOp, op_type_name
+from mnnpy.schema import mnn_generated as fb
+
+OT = fb.OpType
 
 ANY = ("NCHW", "NHWC", "NC4HW4")
+COPY = int(OT.Copy)
+
+
+class CopyExecution(Execution):
+    """Moves a tensor between backends (host <-> device) through the device backend's `on_copy`."""
+
+    algorithm = "copy"
+
+    def on_execute(self) -> None:
+        self.backend.on_copy(self.inputs[0], self.outputs[0])
 
 
 def _convert_value(value: np.ndarray, fmt: str) -> np.ndarray:
@@ -33,6 +44,13 @@ def _convert_value(value: np.ndarray, fmt: str) -> np.ndarray:
     return np.ascontiguousarray(np.moveaxis(full, 2, -1)).reshape(packed_dims(value.shape))
 
 
+def unpack_value(packed: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Logical value of an NC4HW4 array (host side, for constants and tests)."""
+    nc = shape if len(shape) >= 2 else ((shape[0], 1) if shape else (1, 1))
+    full = np.moveaxis(packed, -1, 2).reshape(nc[0], -1, *nc[2:])
+    return np.ascontiguousarray(full[:, : nc[1]]).reshape(shape)
+
+
 class Scheduler:
     """Turns an encoded Graph into bound executions on a main backend with a CPU backup."""
 
@@ -44,6 +62,7 @@ class Scheduler:
         self.owner: dict[int, Backend] = {}
         self.commands: list[Command] = []
         self._converted: dict[tuple[int, str], int] = {}
+        self._copies: dict[tuple[int, str], tuple[int, Command]] = {}
 
     def ref(self, i: int) -> TensorRef:
         """The TensorRef of tensor `i` (constants carry their physical value)."""
@@ -68,7 +87,7 @@ class Scheduler:
         else:
             spec = RasterSpec(full_copy(desc.size, 0), [], True)
             cmd = Command(RASTER, f"convert:{self.g.names[i]}->{fmt}", [i], [j], spec)
-            self._create(cmd, ANY)
+            self._create(cmd, ANY, before)
             before.append(cmd)
         self._converted[key] = j
         return j
@@ -82,7 +101,27 @@ class Scheduler:
             return self._convert(i, formats[0], before)
         return self._convert(i, "NCHW", before) if fmt == NC4HW4 else i
 
-    def _create(self, cmd: Command, formats: Sequence[str]) -> None:
+    def _bring(self, inputs: list[int], backend: Backend) -> tuple[list[int], list[Command]]:
+        """Inputs as seen by `backend`: tensors living on another backend get a Copy command (MNN: WrapExecution)."""
+        moved, copies = [], []
+        for i in inputs:
+            owner = self.owner.get(i)
+            if owner is None or owner is backend or i in self.g.values:
+                moved.append(i)
+                continue
+            key = (i, backend.name)
+            if key not in self._copies:
+                j = self.g.add_tensor(self.g.descs[i], f"{self.g.names[i]}__{backend.name}")
+                copier = owner if backend.name == "cpu" else backend
+                cmd = Command(COPY, f"copy:{self.g.names[i]}->{backend.name}", [i], [j], backend=copier.name)
+                cmd.execution = CopyExecution(copier, None, [self.ref(i)], [self.ref(j)])
+                copies.append(cmd)
+                self._copies[key] = (j, cmd)
+                self.owner[j] = backend
+            moved.append(self._copies[key][0])
+        return moved, copies
+
+    def _create(self, cmd: Command, formats: Sequence[str], before: list[Command] | None = None) -> None:
         outs = []
         for o in cmd.outputs:
             d = self.g.descs[o]
@@ -90,20 +129,25 @@ class Scheduler:
                 d = d.with_(fmt=formats[0])
                 self.g.descs[o] = d
             outs.append(self.ref(o))
-        ins = [self.ref(i) for i in cmd.inputs]
         for backend in (self.main, self.backup) if self.main is not self.backup else (self.main,):
-            execution = backend.on_create(cmd.op_type, cmd.op, ins, outs)
+            moved, copies = self._bring(cmd.inputs, backend)
+            execution = backend.on_create(cmd.op_type, cmd.op, [self.ref(i) for i in moved], outs)
             if execution is not None:
+                cmd.inputs = moved
                 cmd.execution = execution
                 cmd.backend = backend.name
                 for o in cmd.outputs:
                     self.owner[o] = backend
+                if before is not None:
+                    before.extend(c for c in copies if c not in before)
                 return
         raise UnsupportedOp(f"op {cmd.name!r} of type {op_type_name(cmd.op_type)} ({cmd.op_type}) has no "
                             f"implementation on backend {self.main.name!r} nor on the CPU")
 
     def schedule(self) -> list[Command]:
-        """Create executions in order, inserting format conversions."""
+        """Create executions in order, inserting format conversions and cross-backend copies."""
+        for i in self.g.inputs:
+            self.owner[i] = self.main
         for cmd in self.g.commands:
             before: list[Command] = []
             if cmd.op_type == RASTER:
@@ -112,7 +156,7 @@ class Scheduler:
                 known = cmd.op_type in _known(self.main)
                 formats = (self.main if known else self.backup).supported_formats(cmd.op_type)
                 cmd.inputs = [self._input_format(i, k, formats, before) for k, i in enumerate(cmd.inputs)]
-            self._create(cmd, formats)
+            self._create(cmd, formats, before)
             self.commands += [*before, cmd]
         return self.commands
 
@@ -129,7 +173,6 @@ class Scheduler:
         for i in inputs:
             self.ref(i)
             self.main.on_acquire(self.refs[i], StorageType.DYNAMIC_SEPARATE)
-            self.owner[i] = self.main
         for cmd in self.commands:
             for o in cmd.outputs:
                 r = self.refs[o]
@@ -153,13 +196,3 @@ def _known(backend: Backend) -> set[int]:
 
     return set(registry.KERNELS.get(backend.name, {}))
 
-
-def describe_raster(spec: Any) -> dict[str, Any]:
-    """Short description of a Raster command for `session.info()`."""
-    gathers = spec.gathers if isinstance(spec, RasterSpec) else []
-    return {"regions": len(spec.regions), "gathers": sum(int(x.src_idx.size) for x in gathers if isinstance(x, Gather))}
-
-
-def desc_of(ref: TensorRef) -> TensorDesc:
-    """The descriptor of a bound tensor."""
-    return ref.desc

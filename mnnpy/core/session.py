@@ -20,6 +20,13 @@ from mnnpy.core.pipeline import RASTER, encode, op_type_name
 from mnnpy.core.schedule import Scheduler, _convert_value
 from mnnpy.schema.errors import ModelError
 
+
+def _unpacked(ref: TensorRef) -> np.ndarray:
+    from mnnpy.core.schedule import unpack_value
+
+    return unpack_value(ref.array, ref.desc.shape)
+
+
 COUNTERS: dict[str, int] = {"resizes": 0, "runs": 0, "weight_transforms": 0}
 BACKEND_NAMES = {0: "cpu", 3: "opencl", 4: "auto", 7: "vulkan", "CPU": "cpu", "OPENCL": "opencl",
                  "VULKAN": "vulkan", "AUTO": "auto"}
@@ -82,9 +89,7 @@ class Session:
             raise ModelError(f"op {op.name!r} ({op_type_name(op.type)}): cannot fold constants, no CPU kernel")
         execution.on_resize()
         execution.on_execute()
-        from mnnpy.backends.cpu.layout import logical
-
-        return [np.array(logical(r)) for r in outs]
+        return [np.array(_unpacked(r) if r.desc.fmt == "NC4HW4" else r.array) for r in outs]
 
     def resize(self) -> None:
         """Redo pre-inference for the current input shapes (MNN: `Session::resize`)."""
@@ -145,6 +150,32 @@ class Session:
     def tensor_ref(self, index: int) -> TensorRef:
         """The bound tensor (constants get a ref carrying their value)."""
         return self.scheduler.ref(index)
+
+    def owner_of(self, index: int) -> Backend | None:
+        """The backend whose memory holds tensor `index` (None for constants)."""
+        return self.scheduler.owner.get(index)
+
+    def read(self, index: int) -> np.ndarray:
+        """A host copy of a tensor in logical order (downloads from a device backend if needed)."""
+        ref = self.tensor_ref(index)
+        if ref.array is None:
+            raise ModelError(f"tensor {ref.name!r} has no memory (session released?)")
+        owner = self.owner_of(index)
+        host = TensorRef(-1, ref.desc.with_(fmt=NCHW), ref.name, np.empty(ref.desc.shape, dtype=ref.desc.dtype))
+        if owner is None:
+            np.copyto(host.array, ref.array if ref.desc.fmt != "NC4HW4" else _unpacked(ref))
+        else:
+            owner.on_copy(ref, host)
+        return host.array
+
+    def write(self, index: int, value: np.ndarray) -> None:
+        """Store a logical host value into a tensor (uploads to a device backend if needed)."""
+        ref = self.tensor_ref(index)
+        if ref.array is None:
+            raise ModelError(f"tensor {ref.name!r} has no memory (session released?)")
+        host = TensorRef(-1, ref.desc.with_(fmt=NCHW), ref.name,
+                         np.ascontiguousarray(value.reshape(ref.desc.shape), dtype=ref.desc.dtype))
+        (self.owner_of(index) or self.backup).on_copy(host, ref)
 
     def release(self) -> None:
         """Drop executions and arenas (MNN: `Interpreter::releaseSession`)."""

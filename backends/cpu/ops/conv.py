@@ -19,7 +19,8 @@ OT = fb.OpType
 class Convolution(CPUExecution):
     """Plans and prepares the convolution in on_resize (weights packed/transformed once per input shape).
 
-    The config key `convAlgorithm` forces an algorithm for tests ("im2col", "winograd:4", "strassen", ...).
+    The config key `convAlgorithm` forces an algorithm for tests: a string ("im2col", "winograd:4", "strassen",
+    ...) applies to every convolution it can run, a dict {op name: algorithm} to the named ones (strictly).
     """
 
     def on_resize(self) -> None:
@@ -29,9 +30,18 @@ class Convolution(CPUExecution):
         if main is None or (main.weight is None and len(self.inputs) > 1):
             raise ModelError(f"op {self.op.name!r}: convolution with weights as runtime inputs is not supported")
         force = self.backend.config.get("convAlgorithm")
+        strict = isinstance(force, dict)  # {op name: algorithm} must apply; a plain string applies where it can
+        if strict:
+            force = force.get(self.op.name)
         threads = int(self.backend.config.get("numThread", 1) or 1)
+        shape = self.x.desc.shape
         try:
-            self.kernel = make_conv2d_kernel(main, self.op.type, self.x.desc.shape, threads=threads, force=force)
+            try:
+                self.kernel = make_conv2d_kernel(main, self.op.type, shape, threads=threads, force=force)
+            except ValueError:
+                if strict or force is None:
+                    raise
+                self.kernel = make_conv2d_kernel(main, self.op.type, shape, threads=threads)
         except (ValueError, NotImplementedError) as exc:
             raise ModelError(f"op {self.op.name!r}: {exc}") from exc
         session.COUNTERS["weight_transforms"] += 1

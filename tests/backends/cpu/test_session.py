@@ -1,0 +1,167 @@
+"""Session-level behaviour on the CPU backend: memory plan, forced conv algorithms, threads, leaks, errors."""
+
+from __future__ import annotations
+
+import gc
+import sys
+import threading
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from mnnpy.schema import mnn_generated as fb
+from mnnpy.schema.errors import ModelError
+from onnx import TensorProto as T
+from onnx import helper as h
+from onnx import numpy_helper as nh
+
+import mnnpy as MNN  # noqa: N812 - as official scripts do
+from mnnpy.core.pipeline import UnsupportedOp
+from mnnpy.core.session import Session
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "core"))
+from netbuild import NetBuilder
+
+
+def resnet_like(c: int = 8, blocks: int = 4, hw: int = 16) -> Any:
+    """Stem conv + `blocks` residual blocks (conv-relu-conv-add-relu) + GAP + FC."""
+    rng = np.random.default_rng(5)
+    inits, nodes = [], []
+
+    def conv(x: str, y: str, cin: int, cout: int, k: int = 3, relu: bool = True) -> None:
+        w = nh.from_array((rng.standard_normal((cout, cin, k, k)) * (1.0 / np.sqrt(cin * k * k))).astype(np.float32),
+                          f"{y}_w")
+        b = nh.from_array((rng.standard_normal(cout) * 0.1).astype(np.float32), f"{y}_b")
+        inits.extend([w, b])
+        out = f"{y}_pre" if relu else y
+        nodes.append(h.make_node("Conv", [x, w.name, b.name], [out], pads=[k // 2] * 4))
+        if relu:
+            nodes.append(h.make_node("Relu", [out], [y]))
+
+    conv("x", "s", 3, c)
+    cur = "s"
+    for i in range(blocks):
+        conv(cur, f"b{i}a", c, c)
+        conv(f"b{i}a", f"b{i}b", c, c, relu=False)
+        nodes.append(h.make_node("Add", [f"b{i}b", cur], [f"b{i}s"]))
+        nodes.append(h.make_node("Relu", [f"b{i}s"], [f"b{i}"]))
+        cur = f"b{i}"
+    nodes.append(h.make_node("GlobalAveragePool", [cur], ["g"]))
+    nodes.append(h.make_node("Flatten", ["g"], ["f"]))
+    inits.append(nh.from_array((rng.standard_normal((10, c)) * 0.3).astype(np.float32), "fc"))
+    nodes.append(h.make_node("Gemm", ["f", "fc"], ["y"], transB=1))
+    graph = h.make_graph(nodes, "resnet", [h.make_tensor_value_info("x", T.FLOAT, [1, 3, hw, hw])],
+                         [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
+
+
+@pytest.fixture(scope="module")
+def resnet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
+    pytest.importorskip("MNN")
+    import onnx
+    from support.official import convert
+
+    model = resnet_like()
+    src = tmp_path_factory.mktemp("resnet") / "r.onnx"
+    onnx.save(model, str(src))
+    return model, convert(src, src.with_suffix(".mnn"))
+
+
+def _run(interp: Any, s: Any, x: np.ndarray) -> np.ndarray:
+    interp.getSessionInput(s).copyFrom(x)
+    interp.runSession(s)
+    return interp.getSessionOutput(s).getNumpyData()
+
+
+def test_resnet_matches_and_arena_is_small(resnet: tuple, e2e: Any) -> None:
+    model, path = resnet
+    x = np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    interp = MNN.Interpreter(str(path))
+    s = interp.createSession()
+    np.testing.assert_allclose(_run(interp, s, x), e2e.ort(model, {"x": x})["y"], rtol=1e-4, atol=1e-5)
+    mem = s.info()["memory"]
+    assert mem["arena_bytes"] < 0.4 * mem["tensor_bytes"], mem
+
+
+@pytest.mark.parametrize("algo", ["im2col", "winograd:2", "winograd:4", "winograd:6"])
+def test_forced_conv_algorithms(resnet: tuple, e2e: Any, algo: str) -> None:
+    model, path = resnet
+    x = np.random.default_rng(1).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    interp = MNN.Interpreter(str(path))
+    s = interp.createSession({"convAlgorithm": algo})
+    got = _run(interp, s, x)
+    algos = {c.get("algorithm") for c in s.info()["commands"] if c["type"] == "Convolution"}
+    assert algo.split(":")[0] in algos
+    np.testing.assert_allclose(got, e2e.ort(model, {"x": x})["y"], rtol=1e-4, atol=1e-5)
+
+
+def test_two_threads_two_sessions(resnet: tuple) -> None:
+    _, path = resnet
+    interp = MNN.Interpreter(str(path))
+    xs = [np.random.default_rng(i).standard_normal((1, 3, 16, 16)).astype(np.float32) for i in range(2)]
+    want = [_run(interp, interp.createSession(), x) for x in xs]
+    sessions = [interp.createSession(), interp.createSession()]
+    got: list[list[np.ndarray]] = [[], []]
+
+    def work(k: int) -> None:
+        for _ in range(5):
+            got[k].append(_run(interp, sessions[k], xs[k]))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k in range(2):
+        for g in got[k]:
+            np.testing.assert_array_equal(g, want[k])
+
+
+def test_sessions_do_not_leak(resnet: tuple) -> None:
+    _, path = resnet
+    x = np.ones((1, 3, 16, 16), np.float32)
+    interp = MNN.Interpreter(str(path))
+    for _ in range(5):  # warm caches
+        s = interp.createSession()
+        _run(interp, s, x)
+        interp.releaseSession(s)
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.take_snapshot()
+    for i in range(200):
+        it = interp if i % 2 else MNN.Interpreter(str(path))
+        s = it.createSession()
+        _run(it, s, x)
+        it.releaseSession(s)
+    gc.collect()
+    grown = sum(st.size_diff for st in tracemalloc.take_snapshot().compare_to(base, "filename"))
+    tracemalloc.stop()
+    assert grown < 5 * 2**20, grown
+    assert not interp.sessions
+
+
+def test_unsupported_op_is_named() -> None:
+    nb = NetBuilder()
+    nb.input("x", (2, 3))
+    nb.op(fb.OpType.Svd, ["x"], ["u"], name="my_svd")
+    nb.outputs("u")
+    with pytest.raises(UnsupportedOp, match="my_svd"):
+        Session(nb.net)
+    nb = NetBuilder()
+    nb.input("x", (2, 3, 4))
+    nb.op(fb.OpType.GroupNorm, ["x"], ["y"], name="gn_no_kernel")
+    nb.outputs("y")
+    with pytest.raises(ModelError, match="gn_no_kernel"):
+        Session(nb.net)
+
+
+def test_bad_reshape_is_a_model_error() -> None:
+    nb = NetBuilder()
+    nb.input("x", (2, 3))
+    nb.const("s", np.array([4, 4]))
+    nb.op(fb.OpType.Reshape, ["x", "s"], ["y"], name="bad_reshape")
+    nb.outputs("y")
+    with pytest.raises(ModelError, match="bad_reshape"):
+        Session(nb.net)
