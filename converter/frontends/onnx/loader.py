@@ -13,6 +13,7 @@ from mnnpy.schema import mnn_generated as fb
 
 from ...graph import ConvertError, Graph, InputSpec
 from .context import ONNX_TO_MNN_DTYPE, Context, OnnxNode
+from .functions import UseFunctionBody, expand_node
 from .registry import lookup
 
 
@@ -59,29 +60,90 @@ def _accepts(fn: Callable[..., None]) -> tuple[set[str], bool]:
     return names, has_var
 
 
-def _check_supported(model: Any, opset: int) -> None:
-    missing: dict[str, list[str]] = {}
-    for i, node in enumerate(model.graph.node):
-        if node.domain not in ("", "ai.onnx") or lookup(node.op_type, opset) is None:
+def _type_map(onnx: Any, model: Any) -> dict[str, Any]:
+    graph = model.graph
+    types = {info.name: info.type for info in list(graph.value_info) + list(graph.input) + list(graph.output)}
+    for init in graph.initializer:
+        types.setdefault(init.name, onnx.helper.make_tensor_type_proto(init.data_type, list(init.dims)))
+    return types
+
+
+def _is_supported(node: Any, opset: int) -> bool:
+    return node.domain in ("", "ai.onnx") and lookup(node.op_type, opset) is not None
+
+
+def _flatten(onnx: Any, nodes: list[Any], opset: int, types: dict[str, Any], missing: dict[str, list[str]],
+             depth: int = 0) -> list[Any]:
+    """Replace unsupported ops that have an ONNX function body by that body (recursively); record the rest."""
+    result: list[Any] = []
+    for i, node in enumerate(nodes):
+        if _is_supported(node, opset):
+            result.append(node)
+            continue
+        input_types = [types.get(name, onnx.TypeProto()) for name in node.input]
+        prefix = f"{node.name or node.op_type}_{depth}_{i}__"
+        body = expand_node(onnx, node, opset, input_types, prefix) if depth < 8 else None
+        if body is None:
             label = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
             missing.setdefault(label, []).append(node.name or f"#{i}")
-    if missing:
-        lines = [f"  {op}: {', '.join(names)}" for op, names in sorted(missing.items())]
-        raise ConvertError(f"{len(missing)} unsupported ONNX op type(s) at opset {opset}:\n" + "\n".join(lines))
+            result.append(node)
+            continue
+        result.extend(_flatten(onnx, body, opset, types, missing, depth + 1))
+    return result
+
+
+def _infer(onnx: Any, model: Any) -> Any:
+    with contextlib.suppress(Exception):  # shape inference is best effort; conversion works without it
+        return onnx.shape_inference.infer_shapes(model)
+    return model
+
+
+def _convert_node(ctx: Context, onnx: Any, proto: Any, index: int, depth: int = 0) -> None:
+    source_name = proto.name or f"{proto.op_type}_{index}"
+    name = next((out for out in proto.output if out), source_name)
+    node = OnnxNode(name, proto.op_type, list(proto.input), list(proto.output), proto.domain, source_name)
+    fn = lookup(proto.op_type, ctx.opset)
+    if fn is None:
+        raise ConvertError(f"{node.label()}: unsupported ONNX op at opset {ctx.opset}")
+    attrs = _attributes(proto, onnx)
+    names, has_var = _accepts(fn)
+    unknown = set(attrs) - names
+    try:
+        if unknown and not has_var:
+            raise UseFunctionBody(f"{node.label()}: unsupported attribute(s) {sorted(unknown)}")
+        fn(ctx, node, **attrs)
+    except UseFunctionBody as exc:
+        types = [onnx.helper.make_tensor_type_proto(ctx.dtypes.get(name, 1), ctx.shape(name)) for name in proto.input]
+        body = expand_node(onnx, proto, ctx.opset, types, f"{source_name}__fn_") if depth < 8 else None
+        if body is None:
+            raise ConvertError(str(exc)) from None
+        for i, inner in enumerate(body):
+            _convert_node(ctx, onnx, inner, i, depth + 1)
 
 
 def load_onnx(source: str | Path | Any) -> Graph:
     """Convert an ONNX model (path or ModelProto) into a Graph of MNN ops.
 
-    Mirrors MNNConvert's ONNX frontend (`tools/converter/source/onnx`). Raises ConvertError listing every
-    unsupported op type, with node names and the opset, before converting anything.
+    Mirrors MNNConvert's ONNX frontend (`tools/converter/source/onnx`). Ops without a converter function are
+    replaced by their ONNX function body when they have one. Raises ConvertError listing every unsupported op type,
+    with node names and the opset, before converting anything.
     """
     onnx = _import_onnx()
     model = onnx.load(str(source)) if isinstance(source, (str, Path)) else source
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
-    _check_supported(model, opset)
-    with contextlib.suppress(Exception):  # shape inference is best effort; conversion works without it
-        model = onnx.shape_inference.infer_shapes(model)
+    missing: dict[str, list[str]] = {}
+    if not all(_is_supported(node, opset) for node in model.graph.node):
+        types = _type_map(onnx, _infer(onnx, model))
+        flat = _flatten(onnx, list(model.graph.node), opset, types, missing)
+        if missing:
+            lines = [f"  {op}: {', '.join(names)}" for op, names in sorted(missing.items())]
+            raise ConvertError(f"{len(missing)} unsupported ONNX op type(s) at opset {opset}:\n" + "\n".join(lines))
+        expanded = onnx.ModelProto()
+        expanded.CopyFrom(model)
+        del expanded.graph.node[:]
+        expanded.graph.node.extend(flat)
+        model = expanded
+    model = _infer(onnx, model)
     shapes, dtypes = _value_infos(model)
     graph = Graph()
     for init in model.graph.initializer:
@@ -99,19 +161,7 @@ def load_onnx(source: str | Path | Any) -> Graph:
     ctx = Context(graph, opset, shapes, dtypes)
     graph.reserve([name for proto in model.graph.node for name in list(proto.output) + list(proto.input)])
     for i, proto in enumerate(model.graph.node):
-        source_name = proto.name or f"{proto.op_type}_{i}"
-        name = next((out for out in proto.output if out), source_name)
-        node = OnnxNode(name, proto.op_type, list(proto.input), list(proto.output), proto.domain, source_name)
-        fn = lookup(proto.op_type, opset)
-        assert fn is not None
-        attrs = _attributes(proto, onnx)
-        names, has_var = _accepts(fn)
-        unknown = set(attrs) - names
-        if unknown and not has_var:
-            raise ConvertError(f"{node.label()}: unsupported attribute(s) {sorted(unknown)}")
-        fn(ctx, node, **attrs)
-    for name in graph.outputs:
-        graph.unique_name(name)
+        _convert_node(ctx, onnx, proto, i)
     return graph
 
 

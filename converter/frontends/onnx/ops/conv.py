@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
-from ....graph import ConvertError
 from ..context import OP, PARAM, Context, OnnxNode
+from ..functions import UseFunctionBody
 from ..registry import onnx_op
 
 
@@ -17,7 +17,7 @@ def _pad_mode(node: OnnxNode, auto_pad: str) -> int:
         return fb.PadMode.VALID
     if auto_pad == "SAME_UPPER":
         return fb.PadMode.SAME
-    raise ConvertError(f"{node.label()}: auto_pad={auto_pad} is not supported by MNN")
+    raise UseFunctionBody(f"{node.label()}: auto_pad={auto_pad} is not supported by MNN")
 
 
 def _common(node: OnnxNode, kernel: list[int], strides: list[int] | None, dilations: list[int] | None,
@@ -58,7 +58,7 @@ def _dynamic_conv(ctx: Context, node: OnnxNode, op_type: int, auto_pad: str, dil
     """Run-time weights: MNN's multi-input convolution (inputs x, weight[, bias]), 2-D only."""
     w_shape = ctx.shape(node.inputs[1])
     if w_shape is None or len(w_shape) != 4 or any(d is None for d in w_shape):
-        raise ConvertError(f"{node.label()}: run-time weights need a known 4-D weight shape")
+        raise UseFunctionBody(f"{node.label()}: run-time weights need a known 4-D weight shape")
     if op_type == OP.Convolution:
         oc, ic = int(w_shape[0]), int(w_shape[1]) * group
     else:
@@ -89,10 +89,10 @@ def conv(ctx: Context, node: OnnxNode, *, auto_pad: str = "NOTSET", dilations: l
     weight = ctx.need_value(node, 1, "the weight")
     bias_value = ctx.value(node.input(2))
     if node.input(2) and bias_value is None:
-        raise ConvertError(f"{node.label()}: the bias must be a constant for MNN")
+        raise UseFunctionBody(f"{node.label()}: the bias must be a constant for MNN")
     rank1d = weight.ndim == 3
     if weight.ndim not in (3, 4):
-        raise ConvertError(f"{node.label()}: {weight.ndim - 2}-D convolution is not supported yet")
+        raise UseFunctionBody(f"{node.label()}: {weight.ndim - 2}-D convolution is not supported yet")
     if rank1d:
         weight = weight[..., None]
     oc, icg, kh, kw = weight.shape
@@ -127,12 +127,12 @@ def conv_transpose(ctx: Context, node: OnnxNode, *, auto_pad: str = "NOTSET", di
     weight = ctx.need_value(node, 1, "the weight")
     bias_value = ctx.value(node.input(2))
     if node.input(2) and bias_value is None:
-        raise ConvertError(f"{node.label()}: the bias must be a constant for MNN")
+        raise UseFunctionBody(f"{node.label()}: the bias must be a constant for MNN")
     if output_shape is not None:
-        raise ConvertError(f"{node.label()}: the output_shape attribute is not supported yet; use pads")
+        raise UseFunctionBody(f"{node.label()}: the output_shape attribute is not supported yet; use pads")
     rank1d = weight.ndim == 3
     if weight.ndim not in (3, 4):
-        raise ConvertError(f"{node.label()}: {weight.ndim - 2}-D transposed convolution is not supported yet")
+        raise UseFunctionBody(f"{node.label()}: {weight.ndim - 2}-D transposed convolution is not supported yet")
     if rank1d:
         weight = weight[..., None]
     ic, ocg, kh, kw = weight.shape

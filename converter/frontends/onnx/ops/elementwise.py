@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
-from ....graph import ConvertError
 from ..context import BIN, OP, PARAM, UN, Context, OnnxNode
+from ..functions import UseFunctionBody
 from ..registry import onnx_op
 
 _BINARY = {
@@ -102,7 +102,7 @@ def where(ctx: Context, node: OnnxNode) -> None:
 def _variadic(ctx: Context, node: OnnxNode, operation: int) -> str | None:
     inputs = [name for name in node.inputs if name]
     if not inputs:
-        raise ConvertError(f"{node.label()}: needs at least one input")
+        raise UseFunctionBody(f"{node.label()}: needs at least one input")
     if len(inputs) == 1:
         return inputs[0]
     acc = inputs[0]
@@ -166,5 +166,5 @@ def constant(ctx: Context, node: OnnxNode, *, value: np.ndarray | None = None, v
     elif value_ints is not None:
         result = np.asarray(value_ints, np.int64)
     else:
-        raise ConvertError(f"{node.label()}: only numeric constants are supported")
+        raise UseFunctionBody(f"{node.label()}: only numeric constants are supported")
     ctx.graph.constants[node.outputs[0]] = result

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
-from ....graph import ConvertError
 from ..context import BIN, OP, PARAM, Context, OnnxNode
+from ..functions import UseFunctionBody
 from ..registry import onnx_op
 from .reduce import reduction
 
@@ -65,11 +65,11 @@ def gemm(ctx: Context, node: OnnxNode, *, alpha: float = 1.0, beta: float = 1.0,
 def _parse_einsum(node: OnnxNode, equation: str) -> tuple[list[str], str]:
     eq = equation.replace(" ", "")
     if "->" not in eq:
-        raise ConvertError(f"{node.label()}: Einsum without '->' is not supported")
+        raise UseFunctionBody(f"{node.label()}: Einsum without '->' is not supported")
     lhs, out = eq.split("->")
     terms = lhs.split(",")
     if "." in eq:
-        raise ConvertError(f"{node.label()}: Einsum with ellipsis is not supported")
+        raise UseFunctionBody(f"{node.label()}: Einsum with ellipsis is not supported")
     return terms, out
 
 
@@ -96,7 +96,7 @@ def einsum(ctx: Context, node: OnnxNode, *, equation: str = "") -> None:
             ctx.permute(x, [term.index(ch) for ch in out], node.outputs[0])
         return
     if len(terms) != 2:
-        raise ConvertError(f"{node.label()}: Einsum with {len(terms)} operands is not supported")
+        raise UseFunctionBody(f"{node.label()}: Einsum with {len(terms)} operands is not supported")
     ta, tb = terms
     batch = [ch for ch in out if ch in ta and ch in tb]
     contract = [ch for ch in ta if ch in tb and ch not in out]
@@ -104,7 +104,7 @@ def einsum(ctx: Context, node: OnnxNode, *, equation: str = "") -> None:
     free_b = [ch for ch in tb if ch not in ta]
     if len(contract) != 1 or len(free_a) > 1 or len(free_b) > 1 or len(set(ta)) != len(ta) or \
             any(ch not in out for ch in free_a + free_b):
-        raise ConvertError(f"{node.label()}: Einsum '{equation}' is not a supported matmul form")
+        raise UseFunctionBody(f"{node.label()}: Einsum '{equation}' is not a supported matmul form")
     k = contract[0]
     a, b = node.inputs[0], node.inputs[1]
     bstr = "".join(batch)

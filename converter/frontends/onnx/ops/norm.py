@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
-from ....graph import ConvertError
 from ..context import BIN, OP, PARAM, UN, Context, OnnxNode
+from ..functions import UseFunctionBody
 from ..registry import onnx_op
 
 
@@ -27,7 +27,7 @@ def batch_norm(ctx: Context, node: OnnxNode, *, epsilon: float = 1e-5, momentum:
     gamma, beta, mean, var = (ctx.need_value(node, i, what).astype(np.float64)
                               for i, what in enumerate(("scale", "B", "mean", "var"), start=1))
     if training_mode or any(name for name in node.outputs[1:]):
-        raise ConvertError(f"{node.label()}: training-mode BatchNormalization is not supported")
+        raise UseFunctionBody(f"{node.label()}: training-mode BatchNormalization is not supported")
     scale = gamma / np.sqrt(var + epsilon)
     bias = beta - mean * scale
     scale_op(ctx, node.inputs[0], scale, bias, node.outputs[0], node.name)
@@ -78,7 +78,7 @@ def group_norm(ctx: Context, node: OnnxNode, *, epsilon: float = 1e-5, num_group
         shape = ctx.shape(node.inputs[0])
         channels = None if shape is None else shape[1]
         if channels is None:
-            raise ConvertError(f"{node.label()}: per-group scale needs a known channel count")
+            raise UseFunctionBody(f"{node.label()}: per-group scale needs a known channel count")
         scale = np.repeat(scale, channels // num_groups)
         bias = np.repeat(bias, channels // num_groups)
     _grouped_norm(ctx, node, num_groups, epsilon, scale, bias)
@@ -88,7 +88,7 @@ def group_norm(ctx: Context, node: OnnxNode, *, epsilon: float = 1e-5, num_group
 def layer_norm(ctx: Context, node: OnnxNode, *, axis: int = -1, epsilon: float = 1e-5, stash_type: int = 1) -> None:
     """LayerNormalization -> LayerNorm(axis = [axis..-1] as negative indices, gamma, beta)."""
     if any(name for name in node.outputs[1:]):
-        raise ConvertError(f"{node.label()}: the Mean/InvStdDev outputs are not supported")
+        raise UseFunctionBody(f"{node.label()}: the Mean/InvStdDev outputs are not supported")
     x = node.inputs[0]
     if axis >= 0:
         axis -= ctx.need_rank(node, x)
@@ -150,7 +150,7 @@ def log_softmax_v1(ctx: Context, node: OnnxNode, *, axis: int = 1) -> None:
     """LogSoftmax (opset < 13): only the last-axis form (x - max - log(sum(exp)))."""
     rank = ctx.need_rank(node, node.inputs[0])
     if axis % rank != rank - 1:
-        raise ConvertError(f"{node.label()}: opset<13 LogSoftmax over several axes is not supported")
+        raise UseFunctionBody(f"{node.label()}: opset<13 LogSoftmax over several axes is not supported")
     _log_softmax(ctx, node.inputs[0], -1, node.outputs[0])
 
 

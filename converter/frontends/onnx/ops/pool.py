@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from mnnpy.schema import mnn_generated as fb
 
-from ....graph import ConvertError
 from ..context import OP, PARAM, Context, OnnxNode
+from ..functions import UseFunctionBody
 from ..registry import onnx_op
 
 
 def _pool(ctx: Context, node: OnnxNode, pool_type: int, auto_pad: str, ceil_mode: int, kernel_shape: list[int],
           pads: list[int] | None, strides: list[int] | None, count_include_pad: int) -> None:
     if len(kernel_shape) not in (1, 2):
-        raise ConvertError(f"{node.label()}: {len(kernel_shape)}-D pooling is not supported yet")
+        raise UseFunctionBody(f"{node.label()}: {len(kernel_shape)}-D pooling is not supported yet")
     one_d = len(kernel_shape) == 1
     x, out = node.inputs[0], node.outputs[0]
     if one_d:
@@ -37,7 +37,7 @@ def _pool(ctx: Context, node: OnnxNode, pool_type: int, auto_pad: str, ceil_mode
     elif auto_pad == "SAME_UPPER":
         param.padType = fb.PoolPadType.SAME
     else:
-        raise ConvertError(f"{node.label()}: auto_pad={auto_pad} is not supported by MNN")
+        raise UseFunctionBody(f"{node.label()}: auto_pad={auto_pad} is not supported by MNN")
     if pool_type == fb.PoolType.AVEPOOL:
         param.countType = fb.AvgPoolCountType.INCLUDE_PADDING if count_include_pad else \
             fb.AvgPoolCountType.EXCLUDE_PADDING
@@ -52,11 +52,11 @@ def max_pool(ctx: Context, node: OnnxNode, *, auto_pad: str = "NOTSET", ceil_mod
              storage_order: int = 0, strides: list[int] | None = None) -> None:
     """MaxPool -> Pooling(MAXPOOL)."""
     if dilations is not None and any(d != 1 for d in dilations):
-        raise ConvertError(f"{node.label()}: dilated max pooling is not supported")
+        raise UseFunctionBody(f"{node.label()}: dilated max pooling is not supported")
     if len(node.outputs) > 1 and node.outputs[1]:
-        raise ConvertError(f"{node.label()}: the Indices output of MaxPool is not supported")
+        raise UseFunctionBody(f"{node.label()}: the Indices output of MaxPool is not supported")
     if kernel_shape is None:
-        raise ConvertError(f"{node.label()}: kernel_shape is required")
+        raise UseFunctionBody(f"{node.label()}: kernel_shape is required")
     _pool(ctx, node, fb.PoolType.MAXPOOL, auto_pad, ceil_mode, kernel_shape, pads, strides, 0)
 
 
@@ -67,9 +67,9 @@ def average_pool(ctx: Context, node: OnnxNode, *, auto_pad: str = "NOTSET", ceil
                  strides: list[int] | None = None) -> None:
     """AveragePool -> Pooling(AVEPOOL, countType by count_include_pad)."""
     if dilations is not None and any(d != 1 for d in dilations):
-        raise ConvertError(f"{node.label()}: dilated average pooling is not supported")
+        raise UseFunctionBody(f"{node.label()}: dilated average pooling is not supported")
     if kernel_shape is None:
-        raise ConvertError(f"{node.label()}: kernel_shape is required")
+        raise UseFunctionBody(f"{node.label()}: kernel_shape is required")
     _pool(ctx, node, fb.PoolType.AVEPOOL, auto_pad, ceil_mode, kernel_shape, pads, strides, count_include_pad)
 
 

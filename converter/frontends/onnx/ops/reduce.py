@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from mnnpy.schema import mnn_generated as fb
 
-from ....graph import ConvertError
 from ..context import OP, PARAM, UN, Context, OnnxNode
+from ..functions import UseFunctionBody
 from ..registry import onnx_op
 
 RT = fb.ReductionType
@@ -43,7 +43,7 @@ def _reduce(ctx: Context, node: OnnxNode, *, axes: list[int] | None = None, keep
         value = ctx.value(node.input(1))
         if value is None:
             if noop_with_empty_axes:
-                raise ConvertError(f"{node.label()}: run-time axes with noop_with_empty_axes=1 are not supported")
+                raise UseFunctionBody(f"{node.label()}: run-time axes with noop_with_empty_axes=1 are not supported")
             dynamic_axes = node.input(1)
         else:
             axes = [int(a) for a in value.ravel()]
@@ -75,7 +75,7 @@ for _name in _REDUCE:
 
 def _arg(ctx: Context, node: OnnxNode, *, axis: int = 0, keepdims: int = 1, select_last_index: int = 0) -> None:
     if select_last_index:
-        raise ConvertError(f"{node.label()}: select_last_index=1 is not supported")
+        raise UseFunctionBody(f"{node.label()}: select_last_index=1 is not supported")
     param = fb.ArgMaxT()
     param.axis = axis
     param.topK = 1

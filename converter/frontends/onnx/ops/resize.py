@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
-from ....graph import ConvertError
 from ..context import OP, PARAM, Context, OnnxNode
+from ..functions import UseFunctionBody
 from ..registry import onnx_op
 
 CTM = fb.CoordinateTransformationMode
@@ -18,7 +18,7 @@ _CTM = {"half_pixel": CTM.HalfPixels, "pytorch_half_pixel": CTM.PytorchHalfPixel
 def _interp(ctx: Context, node: OnnxNode, mode: str, ctm: str, nearest_mode: str, cubic_coeff_a: float,
             size_input: str) -> None:
     if ctm not in _CTM:
-        raise ConvertError(f"{node.label()}: coordinate_transformation_mode '{ctm}' is not supported")
+        raise UseFunctionBody(f"{node.label()}: coordinate_transformation_mode '{ctm}' is not supported")
     param = fb.InterpT()
     if mode == "nearest":
         if nearest_mode == "floor":
@@ -26,13 +26,13 @@ def _interp(ctx: Context, node: OnnxNode, mode: str, ctm: str, nearest_mode: str
         elif nearest_mode in ("round_prefer_floor", "round_prefer_ceil"):
             param.resizeType = 4
         else:
-            raise ConvertError(f"{node.label()}: nearest_mode '{nearest_mode}' is not supported")
+            raise UseFunctionBody(f"{node.label()}: nearest_mode '{nearest_mode}' is not supported")
     elif mode in ("linear", "bilinear"):
         param.resizeType = 2
     elif mode in ("cubic", "bicubic"):
         param.resizeType = 3
     else:
-        raise ConvertError(f"{node.label()}: resize mode '{mode}' is not supported")
+        raise UseFunctionBody(f"{node.label()}: resize mode '{mode}' is not supported")
     param.ctm = _CTM[ctm]
     param.alignCorners = ctm == "align_corners"
     param.halfPixelCenters = ctm in ("half_pixel", "pytorch_half_pixel")
@@ -61,7 +61,7 @@ def resize(ctx: Context, node: OnnxNode, *, antialias: int = 0, axes: list[int] 
            mode: str = "nearest", nearest_mode: str = "round_prefer_floor") -> None:
     """Resize -> Interp with input 1 = scales (float) or sizes (int32)."""
     if antialias or exclude_outside or axes is not None or keep_aspect_ratio_policy != "stretch":
-        raise ConvertError(f"{node.label()}: antialias / exclude_outside / axes / keep_aspect_ratio_policy "
+        raise UseFunctionBody(f"{node.label()}: antialias / exclude_outside / axes / keep_aspect_ratio_policy "
                            "are not supported")
     if ctx.opset < 11:
         _interp(ctx, node, mode, "asymmetric", "round_prefer_floor", cubic_coeff_a, node.inputs[1])
@@ -73,4 +73,4 @@ def resize(ctx: Context, node: OnnxNode, *, antialias: int = 0, axes: list[int] 
     elif sizes:
         _interp(ctx, node, mode, coordinate_transformation_mode, nearest_mode, cubic_coeff_a, sizes)
     else:
-        raise ConvertError(f"{node.label()}: needs scales or sizes")
+        raise UseFunctionBody(f"{node.label()}: needs scales or sizes")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
-from ....graph import ConvertError
 from ..context import ONNX_TO_MNN_DTYPE, OP, PARAM, Context, OnnxNode
+from ..functions import UseFunctionBody
 from ..registry import onnx_op
 
 
@@ -18,7 +18,7 @@ def reshape(ctx: Context, node: OnnxNode, *, allowzero: int = 0, shape: list[int
         target = ctx.const(np.asarray(shape, np.int32), "shape")
     value = ctx.value(target)
     if allowzero and value is not None and (value == 0).any():
-        raise ConvertError(f"{node.label()}: allowzero=1 with a 0 in the shape is not supported")
+        raise UseFunctionBody(f"{node.label()}: allowzero=1 with a 0 in the shape is not supported")
     ctx.reshape(node.inputs[0], target, node.outputs[0])
     ctx.graph.nodes[-1].name = node.name
 
@@ -60,7 +60,7 @@ def unsqueeze(ctx: Context, node: OnnxNode, *, axes: list[int] | None = None) ->
         return
     dims = _axes(ctx, node, axes)
     if dims is None:
-        raise ConvertError(f"{node.label()}: axes are required")
+        raise UseFunctionBody(f"{node.label()}: axes are required")
     if any(a < 0 for a in dims):
         out_rank = ctx.need_rank(node, node.inputs[0]) + len(dims)
         dims = sorted(a + out_rank if a < 0 else a for a in dims)
@@ -134,7 +134,7 @@ def cast(ctx: Context, node: OnnxNode, *, to: int = 1, saturate: int = 1, round_
     """Cast -> Cast(dstT) with ONNX types mapped to MNN's (int64 -> int32, fp16/double -> float)."""
     dst = ONNX_TO_MNN_DTYPE.get(to)
     if dst is None:
-        raise ConvertError(f"{node.label()}: cast to ONNX type {to} is not supported")
+        raise UseFunctionBody(f"{node.label()}: cast to ONNX type {to} is not supported")
     param = fb.CastParamT()
     param.dstT = dst
     ctx.emit(OP.Cast, [node.inputs[0]], node.outputs, PARAM.CastParam, param, name=node.name)
@@ -150,7 +150,7 @@ def cast_like(ctx: Context, node: OnnxNode, *, saturate: int = 1, round_mode: st
     elif elem is not None:
         dst = ONNX_TO_MNN_DTYPE.get(elem, fb.DataType.DT_FLOAT)
     else:
-        raise ConvertError(f"{node.label()}: the target type is unknown")
+        raise UseFunctionBody(f"{node.label()}: the target type is unknown")
     param = fb.CastParamT()
     param.dstT = dst
     ctx.emit(OP.Cast, [node.inputs[0]], node.outputs, PARAM.CastParam, param, name=node.name)

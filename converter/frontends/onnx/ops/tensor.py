@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
-from ....graph import ConvertError
 from ..context import BIN, OP, PARAM, Context, OnnxNode
+from ..functions import UseFunctionBody
 from ..registry import onnx_op
 from .shape import _strided_slice
 
@@ -64,7 +64,7 @@ def slice_v1(ctx: Context, node: OnnxNode, *, axes: list[int] | None = None, end
              starts: list[int] | None = None) -> None:
     """Slice (opset 1-9, attributes) -> StridedSlice(fromType 1) with Const starts/ends/axes."""
     if starts is None or ends is None:
-        raise ConvertError(f"{node.label()}: starts and ends are required")
+        raise UseFunctionBody(f"{node.label()}: starts and ends are required")
     inputs = [node.inputs[0], ctx.const(np.asarray(starts, np.int64), "starts"),
               ctx.const(np.asarray(ends, np.int64), "ends")]
     if axes is not None:
@@ -96,7 +96,7 @@ def gather(ctx: Context, node: OnnxNode, *, axis: int = 0) -> None:
         shape = ctx.shape(node.inputs[0])
         dim = None if shape is None else shape[axis]
         if dim is None:
-            raise ConvertError(f"{node.label()}: negative indices need a known size of axis {axis}")
+            raise UseFunctionBody(f"{node.label()}: negative indices need a known size of axis {axis}")
         indices = ctx.const(np.where(value < 0, value + dim, value).astype(np.int32), indices)
     elif value is None:
         indices = _wrap_indices(ctx, node, indices, axis)
@@ -127,7 +127,7 @@ def gather_elements(ctx: Context, node: OnnxNode, *, axis: int = 0) -> None:
 def gather_nd(ctx: Context, node: OnnxNode, *, batch_dims: int = 0) -> None:
     """GatherND -> GatherND (batch_dims 0 only)."""
     if batch_dims:
-        raise ConvertError(f"{node.label()}: batch_dims != 0 is not supported")
+        raise UseFunctionBody(f"{node.label()}: batch_dims != 0 is not supported")
     ctx.emit(OP.GatherND, [node.inputs[0], node.inputs[1]], node.outputs, name=node.name)
 
 
@@ -137,7 +137,7 @@ _PAD_MODES = {"constant": fb.PadValueMode.CONSTANT, "reflect": fb.PadValueMode.R
 
 def _pad_op(ctx: Context, node: OnnxNode, mode: str, pads_name: str, value_name: str) -> None:
     if _PAD_MODES.get(mode) is None:
-        raise ConvertError(f"{node.label()}: pad mode '{mode}' is not supported")
+        raise UseFunctionBody(f"{node.label()}: pad mode '{mode}' is not supported")
     param = fb.PadParamT()
     param.mode = _PAD_MODES[mode]
     inputs = [node.inputs[0], pads_name] + ([value_name] if value_name else [])
@@ -155,7 +155,7 @@ def pad_v2(ctx: Context, node: OnnxNode, *, mode: str = "constant", pads: list[i
     """Pad (opset 2-10, attributes) -> Padding with a Const int32 pads input."""
     raw = pads if pads is not None else paddings
     if raw is None:
-        raise ConvertError(f"{node.label()}: pads are required")
+        raise UseFunctionBody(f"{node.label()}: pads are required")
     value_name = ctx.const(np.float32(value), "value") if value else ""
     _pad_op(ctx, node, mode, ctx.const(_pairs(np.asarray(raw)), "pads"), value_name)
 
@@ -174,7 +174,7 @@ def pad(ctx: Context, node: OnnxNode, *, mode: str = "constant") -> None:
             full[int(a) % rank + rank] = pads_value[i + half]
         pads_value = full
     elif node.input(3):
-        raise ConvertError(f"{node.label()}: the axes input must be a constant")
+        raise UseFunctionBody(f"{node.label()}: the axes input must be a constant")
     if pads_value is not None:
         pads_name = ctx.const(_pairs(pads_value), "pads")
     else:
