@@ -212,3 +212,29 @@ def test_deconv_given_output_shape(mode: int, pads: tuple | None, output_hw: tup
     out = np.empty(packed_shape(kernel.out_shape), np.float32)
     kernel.run(pack_nc4hw4(x), out)
     assert_close(unpack_nc4hw4(out, 5), reference_deconv(x.astype(np.float64), conv, params))
+
+
+@pytest.mark.parametrize(("force", "k", "group", "op", "stride"),
+                         [("im2col", (3, 3), 1, CONV, 1), ("im2col", (3, 3), 2, CONV, 2),
+                          ("winograd:4", (3, 3), 1, CONV, 1), ("gemm1x1", (1, 1), 1, CONV, 1),
+                          ("strassen:1", (1, 1), 1, CONV, 1), ("depthwise", (3, 3), 8, CONV, 1),
+                          ("depthwise", (3, 3), 8, CONV, 2), (None, (3, 3), 1, DECONV, 1),
+                          (None, (3, 3), 2, DECONV, 2)])
+def test_strided_output_view(force: str | None, k: tuple, group: int, op: int, stride: int) -> None:
+    """run() must fill an output that is a strided view (e.g. a slice of a larger arena array)."""
+    from mnnpy.backends.cpu.compute.conv import make_conv2d_kernel
+    from mnnpy.backends.cpu.compute.nc4hw4 import pack_nc4hw4, unpack_nc4hw4
+
+    pads = (1, 1, 1, 1) if k == (3, 3) else None
+    conv = make_conv(8, 8, k, stride=(stride, stride), pads=pads, group=group, transposed=op == DECONV, relu=True)
+    x_shape = (2, 8, 16, 9)
+    x = np.random.default_rng(3).standard_normal(x_shape).astype(np.float32)
+    kernel = make_conv2d_kernel(conv, op, x_shape, force=force)
+    n, oc, oh, ow = kernel.out_shape
+    big = np.full((n, 3, oh + 1, ow + 3, 4), np.nan, np.float32)
+    out = big[:, 1:3, 1:, 2:-1]
+    kernel.run(pack_nc4hw4(x), out)
+    assert np.isnan(big[:, 0]).all() and np.isnan(big[:, :, 0]).all()
+    params = conv2d_params(conv, op, x_shape)
+    ref = (reference_deconv if op == DECONV else reference_conv)(x.astype(np.float64), conv, params)
+    assert_close(unpack_nc4hw4(np.ascontiguousarray(out), oc), ref)
