@@ -51,13 +51,20 @@ class E2E:
         return dict(zip(names, sess.run(None, feeds), strict=True))
 
     def check(self, model: Any, feeds: dict[str, np.ndarray], rtol: float = 1e-4, atol: float = 1e-5,
-              config: dict | None = None) -> dict[str, np.ndarray]:
-        """Convert, run both, assert every output matches; returns mnnpy's outputs."""
-        got = self.mnnpy(self.convert(model), feeds, config)
+              config: dict | None = None, official: bool = False) -> dict[str, np.ndarray]:
+        """Convert, run mnnpy and onnxruntime (and official MNN), assert every output matches; returns mnnpy's."""
+        path = self.convert(model)
+        got = self.mnnpy(path, feeds, config)
         want = self.ort(model, feeds)
         for name, ref in want.items():
             assert name in got, f"output {name} missing; mnnpy has {list(got)}"
             np.testing.assert_allclose(got[name].reshape(ref.shape), ref, rtol=rtol, atol=atol, err_msg=name)
+        if official:
+            from support.official import run
+
+            for name, ref in run(path, feeds).items():
+                np.testing.assert_allclose(got[name].reshape(ref.shape), ref, rtol=rtol, atol=atol,
+                                           err_msg=f"{name} vs official MNN")
         return got
 
 

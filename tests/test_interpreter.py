@@ -115,3 +115,14 @@ def test_callbacks_and_release(cnn: tuple) -> None:
     assert interp.releaseSession(s)
     with pytest.raises(ModelError):
         interp.runSession(s)
+
+
+def test_cli_run(cnn: tuple, tmp_path: object, capsys: pytest.CaptureFixture) -> None:
+    from mnnpy.cli.main import main
+
+    _, path = cnn
+    x = tmp_path / "x.npy"
+    np.save(x, np.ones((1, 3, 9, 9), np.float32))
+    assert main(["run", str(path), "--input", f"x={x}", "--repeat", "2", "--info"]) == 0
+    out = capsys.readouterr().out
+    assert "output z: shape (1, 7)" in out and "Convolution" in out
