@@ -10,6 +10,12 @@ and reused afterwards (counters `records` and `pipelines_created` do not move on
 (`on_copy`, e.g. around a CPU fallback op) happens mid-run, the dispatches up to the cursor are submitted first;
 each (start, end) range gets its own recorded command buffer, also reused.
 
+Mixed sessions (some ops fell back to the CPU backup): the schedule inserts Copy commands that call `on_copy`,
+which first submits the dispatches due so far, so a run costs one submit per Vulkan segment. Safety net: if an
+execution is ever handed a non-constant tensor owned by another backend, it binds a device mirror refreshed from
+the host in its `on_execute`, and the backend turns *eager* (each execution submits its own pre-recorded range).
+Constant inputs (weights, folded values) are uploaded once per resize.
+
 Feature maps are NC4HW4 as `[N][ceil(C/4)][H*W][4]` (same as the CPU backend and `TensorDesc.physical_shape`).
 """
 
@@ -77,6 +83,8 @@ class VulkanBackend(Backend):
         self._recorded: dict[tuple[int, int], Any] = {}
         self._cursor = 0
         self._done = 0
+        self._const: dict[int, Binding] = {}
+        self.eager = False
         if self.vdev.limits.min_storage_alignment > memory.ALIGN:
             raise ValueError(f"device needs {self.vdev.limits.min_storage_alignment}-byte storage offsets")
 
@@ -88,9 +96,8 @@ class VulkanBackend(Backend):
     def on_create(self, op_type: int, op: Any, inputs: Sequence[TensorRef],
                   outputs: Sequence[TensorRef]) -> Execution | None:
         entry = registry.KERNELS.get("vulkan", {}).get(int(op_type))
-        if entry is None or any(t.desc.dtype != np.float32 for t in (*inputs, *outputs)):
-            return None
-        if not entry.cls.supports(op, inputs, outputs):
+        if (entry is None or any(t.desc.dtype != np.float32 for t in (*inputs, *outputs))
+                or not entry.cls.supports(op, inputs, outputs)):
             return None
         return entry.cls(self, op, inputs, outputs)
 
@@ -98,6 +105,9 @@ class VulkanBackend(Backend):
     def on_resize_begin(self) -> None:
         self._planner = memory.ArenaPlanner()
         self._chunks = {}
+        self._bindings = {}
+        self._const = {}
+        self._static = []
         self._forget_recording()
 
     def _forget_recording(self) -> None:
@@ -131,19 +141,31 @@ class VulkanBackend(Backend):
         for ref, chunk in self._chunks.values():
             self._bindings[ref.index] = Binding(self._arena, chunk.offset, ref.desc.nbytes)
             ref.array = self._arena.array(chunk.offset, ref.desc.dtype, ref.desc.physical_shape)
+        self.eager = False
 
     def on_clear(self) -> None:
         self._forget_recording()
         self._arena = None
         self._chunks = {}
 
-    def binding(self, tensor: TensorRef) -> Binding:
-        """The device range holding a tensor acquired on this backend.
+    def binding(self, tensor: TensorRef) -> tuple[Binding, bool]:
+        """The device range holding a tensor, and whether it is a mirror of another backend's tensor.
 
-        Raises:
-            KeyError: the tensor was not acquired here (the schedule must copy it in first).
+        Tensors acquired here are bound in place; constants are uploaded once per resize; anything else gets a
+        device mirror that the reading execution refreshes from the host before it runs (and the backend turns
+        eager, see the module docstring).
         """
-        return self._bindings[tensor.index]
+        found = self._bindings.get(tensor.index)
+        if found is not None:
+            return found, False
+        if tensor.const and tensor.array is not None:
+            if tensor.index not in self._const:
+                self._const[tensor.index] = self.upload(np.asarray(tensor.array).reshape(tensor.desc.physical_shape))
+            return self._const[tensor.index], False
+        self.eager = True
+        buf = DeviceBuffer(self.vdev, tensor.desc.nbytes, COUNTERS)
+        self._static.append(buf)
+        return Binding(buf, 0, tensor.desc.nbytes), True
 
     def upload(self, array: np.ndarray) -> Binding:
         """A new STATIC device buffer holding `array` (weights packed in `on_resize`)."""
@@ -200,8 +222,10 @@ class VulkanBackend(Backend):
         return cb
 
     def advance(self, end: int) -> None:
-        """Mark the dispatches before `end` as due (called by `Execution.on_execute`; launches nothing)."""
+        """Mark the dispatches before `end` as due (called by `Execution.on_execute`; launches nothing unless eager)."""
         self._cursor = max(self._cursor, end)
+        if self.eager:
+            self.flush()
 
     def flush(self) -> None:
         """Submit the due dispatches not yet run (one command buffer, recorded once per range) and wait."""

@@ -33,6 +33,7 @@ class VulkanExecution(Execution):
         super().__init__(backend, op, inputs, outputs)
         self._end = 0
         self.weights: list[Binding] = []
+        self.imports: list[tuple[TensorRef, np.ndarray]] = []
 
     @classmethod
     def supports(cls, op: Any, inputs: Sequence[TensorRef], outputs: Sequence[TensorRef]) -> bool:
@@ -44,9 +45,13 @@ class VulkanExecution(Execution):
         raise NotImplementedError
 
     def on_resize(self) -> None:
+        self.imports = []
+        self.weights = []
         self.encode()
 
     def on_execute(self) -> None:
+        for ref, mirror in self.imports:
+            np.copyto(mirror, np.asarray(ref.array).reshape(mirror.shape), casting="unsafe")
         self.backend.advance(self._end)
 
     def dispatch(self, shader: str, reads: Sequence[Binding], writes: Sequence[Binding], push_fmt: str,
@@ -64,8 +69,12 @@ class VulkanExecution(Execution):
         return binding
 
     def bind(self, tensor: TensorRef) -> Binding:
-        """The device range of an input or output tensor."""
-        return self.backend.binding(tensor)
+        """The device range of an input or output tensor (foreign inputs get a mirror refreshed in on_execute)."""
+        binding, mirrored = self.backend.binding(tensor)
+        if mirrored:
+            shape = tensor.desc.physical_shape
+            self.imports.append((tensor, binding.buffer.array(binding.offset, tensor.desc.dtype, shape)))
+        return binding
 
 
 def op_param(op: Any) -> Any:

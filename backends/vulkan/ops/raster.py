@@ -16,7 +16,7 @@ from mnnpy.core.ir import NHWC, Region
 
 
 def regions_of(op: Any) -> list[Region]:
-    """The regions of a Raster command: `op` is a Command (with `.regions`) or a sequence of Regions."""
+    """The regions of a Raster command: `op` is a RasterSpec / Command (with `.regions`) or a sequence of Regions."""
     regions = getattr(op, "regions", op)
     return list(regions or [])
 
@@ -31,6 +31,15 @@ def origin_position(region: Region, inputs: Sequence[TensorRef]) -> int:
     raise ValueError(f"raster region origin {region.origin} is not an input")
 
 
+def in_bounds(view_offset: int, stride: Sequence[int], size: Sequence[int], count: int) -> bool:
+    """Whether every index a view touches lies in [0, count) (shaders have no bounds checks)."""
+    lo = hi = view_offset
+    for st, n in zip(stride, size, strict=True):
+        reach = st * (n - 1)
+        lo, hi = lo + min(reach, 0), hi + max(reach, 0)
+    return lo >= 0 and hi < count
+
+
 @vulkan_kernel(fb.OpType.Raster, formats=("NC4HW4", "NCHW"))
 class VulkanRaster(VulkanExecution):
     """One dispatch per region (regions apply in list order; overlapping writes get a barrier)."""
@@ -41,9 +50,17 @@ class VulkanRaster(VulkanExecution):
     def supports(cls, op: Any, inputs: Sequence[TensorRef], outputs: Sequence[TensorRef]) -> bool:
         if len(outputs) != 1 or outputs[0].desc.fmt == NHWC or any(t.desc.fmt == NHWC for t in inputs):
             return False
+        if getattr(op, "gathers", None):
+            return False
+        out_count = math.prod(outputs[0].desc.shape)
         try:
             for r in regions_of(op):
-                origin_position(r, inputs)
+                src = inputs[origin_position(r, inputs)].desc
+                if min(r.size) <= 0:
+                    continue
+                if not (in_bounds(r.src.offset, r.src.stride, r.size, math.prod(src.shape))
+                        and in_bounds(r.dst.offset, r.dst.stride, r.size, out_count)):
+                    return False
         except ValueError:
             return False
         return True
@@ -52,11 +69,14 @@ class VulkanRaster(VulkanExecution):
         out = self.outputs[0]
         dst = self.bind(out)
         regions = regions_of(self.op)
-        if not is_full(regions, math.prod(out.desc.shape)):
+        full = getattr(self.op, "full", None)
+        if not (full if full is not None else is_full(regions, math.prod(out.desc.shape))):
             count = out.desc.nbytes // 4
             self.dispatch("fill", [], [dst], "if", (count, 0.0), count)
         dst_fmt = shader_format(out.desc)
         for r in regions:
+            if min(r.size) <= 0:
+                continue
             src_ref = self.inputs[origin_position(r, self.inputs)]
             values = (r.src.offset, *r.src.stride, r.dst.offset, *r.dst.stride, *r.size, r.count,
                       *shader_format(src_ref.desc), *dst_fmt)

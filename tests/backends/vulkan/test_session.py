@@ -1,0 +1,118 @@
+"""End to end: models run through `Interpreter`/`Session` with backend='VULKAN' match the CPU backend.
+
+Also checks pre-inference: a second run creates no pipeline and records no command buffer, and a fully Vulkan
+model runs with one queue submit per run; a model with a CPU fallback in the middle still matches.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from mnnpy.schema import mnn_generated as fb
+from mnnpy.schema.io import net_to_bytes
+from support.models import scratch_cnn, scratch_cnn_reference
+
+import mnnpy as MNN  # noqa: N812 - the MNN spelling scripts use
+
+RNG = np.random.default_rng(5)
+
+
+def _run(data: bytes, backend: str, x: np.ndarray, runs: int = 1) -> tuple[np.ndarray, Any]:
+    interp = MNN.Interpreter(data)
+    session = interp.createSession({"backend": backend})
+    for _ in range(runs):
+        interp.getSessionInput(session).fromNumpy(x)
+        interp.runSession(session)
+    return np.array(interp.getSessionOutput(session).getNumpyData()), session
+
+
+def _op(op_type: int, name: str, inputs: list[int], outputs: list[int], param_type: int = 0, param: Any = None) -> Any:
+    op = fb.OpT()
+    op.type, op.name, op.inputIndexes, op.outputIndexes = op_type, name, inputs, outputs
+    op.mainType, op.main = param_type, param
+    return op
+
+
+def mixed_net(channels: int = 13) -> fb.NetT:
+    """x[1,3,6,5] -> conv 3x3 (13 ch) -> Reduction MEAN over H (CPU only) -> add to conv (broadcast) -> * const
+    -> Softmax over channels."""
+    inp = fb.InputT()
+    inp.dims, inp.dtype, inp.dformat = [1, 3, 6, 5], fb.DataType.DT_FLOAT, fb.MNN_DATA_FORMAT.NC4HW4
+    common = fb.Convolution2DCommonT()
+    common.kernelX = common.kernelY = 3
+    common.padX = common.padY = 1
+    common.inputCount, common.outputCount = 3, channels
+    conv = fb.Convolution2DT()
+    conv.common = common
+    conv.weight = RNG.standard_normal(channels * 27).astype(np.float32)
+    conv.bias = RNG.standard_normal(channels).astype(np.float32)
+    red = fb.ReductionParamT()
+    red.operation, red.dim, red.keepDims = fb.ReductionType.MEAN, [2], True
+    add = fb.BinaryOpT()
+    add.opType = fb.BinaryOpOperation.ADD
+    mul = fb.BinaryOpT()
+    mul.opType = fb.BinaryOpOperation.MUL
+    blob = fb.BlobT()
+    blob.dims, blob.dataType, blob.dataFormat = [1, channels, 1, 1], fb.DataType.DT_FLOAT, 0
+    blob.float32s = RNG.standard_normal(channels).astype(np.float32)
+    axis = fb.AxisT()
+    axis.axis = 1
+    net = fb.NetT()
+    net.tensorName = ["x", "conv", "mean", "sum", "scale", "scaled", "y"]
+    net.oplists = [
+        _op(fb.OpType.Input, "x", [], [0], fb.OpParameter.Input, inp),
+        _op(fb.OpType.Convolution, "conv", [0], [1], fb.OpParameter.Convolution2D, conv),
+        _op(fb.OpType.Reduction, "mean", [1], [2], fb.OpParameter.ReductionParam, red),
+        _op(fb.OpType.BinaryOp, "sum", [1, 2], [3], fb.OpParameter.BinaryOp, add),
+        _op(fb.OpType.Const, "scale", [], [4], fb.OpParameter.Blob, blob),
+        _op(fb.OpType.BinaryOp, "scaled", [3, 4], [5], fb.OpParameter.BinaryOp, mul),
+        _op(fb.OpType.Softmax, "y", [5], [6], fb.OpParameter.Axis, axis),
+    ]
+    net.outputName = ["y"]
+    net.sourceType = fb.NetSource.ONNX
+    return net
+
+
+def test_cnn_matches_cpu_and_reference(vk_runtime: Any) -> None:
+    net, weights = scratch_cnn()
+    data = net_to_bytes(net)
+    x = RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    got, session = _run(data, "VULKAN", x)
+    want, _ = _run(data, "CPU", x)
+    backends = {c["backend"] for c in session.info()["commands"]} if hasattr(session, "info") else {"vulkan"}
+    assert backends == {"vulkan"}
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got, scratch_cnn_reference(x, weights["w"], weights["b"]), rtol=1e-4, atol=1e-5)
+
+
+def test_second_run_records_and_creates_nothing(vk_runtime: Any) -> None:
+    from mnnpy.backends.vulkan.runtime import COUNTERS
+
+    net, _ = scratch_cnn(seed=1)
+    interp = MNN.Interpreter(net_to_bytes(net))
+    session = interp.createSession({"backend": "VULKAN"})
+    x = RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    interp.getSessionInput(session).fromNumpy(x)
+    interp.runSession(session)
+    first = np.array(interp.getSessionOutput(session).getNumpyData())
+    before = dict(COUNTERS)
+    interp.runSession(session)
+    after = dict(COUNTERS)
+    for key in ("pipelines_created", "records", "allocations", "descriptor_sets"):
+        assert after[key] == before[key], f"second run moved {key}"
+    assert after["submits"] == before["submits"] + 1, "a fully Vulkan model runs with one submit"
+    np.testing.assert_array_equal(np.array(interp.getSessionOutput(session).getNumpyData()), first)
+
+
+@pytest.mark.parametrize("channels", [1, 13])
+def test_cpu_fallback_in_the_middle(vk_runtime: Any, channels: int) -> None:
+    data = net_to_bytes(mixed_net(channels))
+    x = RNG.standard_normal((1, 3, 6, 5)).astype(np.float32)
+    got, session = _run(data, "VULKAN", x, runs=2)
+    want, _ = _run(data, "CPU", x)
+    if hasattr(session, "info"):
+        backends = [c["backend"] for c in session.info()["commands"]]
+        assert "cpu" in backends and "vulkan" in backends
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
