@@ -93,7 +93,7 @@ def winograd_cost(ic: int, oc: int, oh: int, ow: int, k: int, unit: int) -> floa
 
 
 def winograd_memory(ic: int, oc: int, n: int, oh: int, ow: int, k: int, unit: int) -> int:
-    """Bytes of float32 scratch the numpy Winograd needs (transformed weights + tile buffers); reported only."""
+    """Float32 bytes of Winograd weights plus unblocked tile buffers (an upper bound; reported, not decided on)."""
     a = unit + k - 1
     icp, ocp = 4 * math.ceil(ic / 4), 4 * math.ceil(oc / 4)
     tiles = n * math.ceil(oh / unit) * math.ceil(ow / unit)
