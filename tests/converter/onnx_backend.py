@@ -107,7 +107,7 @@ def run_case(case_dir: Path) -> tuple[str, str]:
     try:
         rep = MnnBackend.prepare(model)
     except ModelError as exc:
-        return "unsupported", str(exc).splitlines()[0][:200]
+        return "unsupported", " ".join(str(exc).split())[:200]
     except Exception as exc:
         return "error", f"convert: {type(exc).__name__}: {exc}"[:200]
     try:

@@ -72,24 +72,27 @@ def _is_supported(node: Any, opset: int) -> bool:
     return node.domain in ("", "ai.onnx") and lookup(node.op_type, opset) is not None
 
 
-def _flatten(onnx: Any, nodes: list[Any], opset: int, types: dict[str, Any], missing: dict[str, list[str]],
-             depth: int = 0) -> list[Any]:
-    """Replace unsupported ops that have an ONNX function body by that body (recursively); record the rest."""
+def _expand_once(onnx: Any, model: Any, opset: int, round_: int, missing: dict[str, list[str]]) -> bool:
+    """Replace each unsupported op that has an ONNX function body by its body; record the others. True if changed."""
+    types = _type_map(onnx, _infer(onnx, model))
     result: list[Any] = []
-    for i, node in enumerate(nodes):
+    changed = False
+    for i, node in enumerate(model.graph.node):
         if _is_supported(node, opset):
             result.append(node)
             continue
         input_types = [types.get(name, onnx.TypeProto()) for name in node.input]
-        prefix = f"{node.name or node.op_type}_{depth}_{i}__"
-        body = expand_node(onnx, node, opset, input_types, prefix) if depth < 8 else None
+        body = expand_node(onnx, node, opset, input_types, f"{node.name or node.op_type}_{round_}_{i}__")
         if body is None:
             label = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
             missing.setdefault(label, []).append(node.name or f"#{i}")
             result.append(node)
             continue
-        result.extend(_flatten(onnx, body, opset, types, missing, depth + 1))
-    return result
+        result.extend(body)
+        changed = True
+    del model.graph.node[:]
+    model.graph.node.extend(result)
+    return changed
 
 
 def _infer(onnx: Any, model: Any) -> Any:
@@ -133,15 +136,15 @@ def load_onnx(source: str | Path | Any) -> Graph:
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
     missing: dict[str, list[str]] = {}
     if not all(_is_supported(node, opset) for node in model.graph.node):
-        types = _type_map(onnx, _infer(onnx, model))
-        flat = _flatten(onnx, list(model.graph.node), opset, types, missing)
+        expanded = onnx.ModelProto()
+        expanded.CopyFrom(model)
+        for round_ in range(8):  # nested function bodies need the types of the previous round's tensors
+            missing.clear()
+            if not _expand_once(onnx, expanded, opset, round_, missing):
+                break
         if missing:
             lines = [f"  {op}: {', '.join(names)}" for op, names in sorted(missing.items())]
             raise ConvertError(f"{len(missing)} unsupported ONNX op type(s) at opset {opset}:\n" + "\n".join(lines))
-        expanded = onnx.ModelProto()
-        expanded.CopyFrom(model)
-        del expanded.graph.node[:]
-        expanded.graph.node.extend(flat)
         model = expanded
     model = _infer(onnx, model)
     shapes, dtypes = _value_infos(model)

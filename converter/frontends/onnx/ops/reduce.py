@@ -39,7 +39,7 @@ def _reduce(ctx: Context, node: OnnxNode, *, axes: list[int] | None = None, keep
             noop_with_empty_axes: int = 0) -> None:
     operation, before, after = _REDUCE[node.op_type]
     dynamic_axes: str | None = None
-    if axes is None and node.input(1):
+    if axes is None and node.input(1) and ctx.shape(node.input(1)) != [0]:
         value = ctx.value(node.input(1))
         if value is None:
             if noop_with_empty_axes:
@@ -59,7 +59,10 @@ def _reduce(ctx: Context, node: OnnxNode, *, axes: list[int] | None = None, keep
         if noop_with_empty_axes:
             ctx.alias(x, node.outputs[0])
             return
-        axes = None
+        rank = ctx.rank(x)
+        if rank is None:
+            raise UseFunctionBody(f"{node.label()}: reducing over all axes needs the input rank")
+        axes = list(range(rank))  # MNN's Reduction with no dims keeps the input shape
     if before is not None:
         x = ctx.unary(before, x)
     if after is None:
