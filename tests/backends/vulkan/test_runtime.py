@@ -1,0 +1,63 @@
+"""Vulkan runtime: device limits copied to Python ints, availability without raising, lazy import, pipeline cache."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import numpy as np
+import pytest
+
+from mnnpy.core.backend import BackendUnavailable
+
+
+def test_import_mnnpy_does_not_import_vulkan() -> None:
+    code = "import sys, mnnpy, mnnpy.backends; assert 'vulkan' not in sys.modules, 'vulkan imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_absent_runtime_stub_is_clear() -> None:
+    from mnnpy.backends import vulkan
+
+    stub = vulkan._absent_runtime("vulkan: cannot load the Vulkan binding (test)")
+    assert stub.is_available() is False
+    assert "cannot load" in stub.unavailable_reason()
+    with pytest.raises(BackendUnavailable, match="cannot load"):
+        stub()
+
+
+def test_limits_and_features(vk_runtime: Any) -> None:
+    lim = vk_runtime.device.limits
+    assert all(isinstance(v, int) and v > 0 for v in (*lim.max_group_count, lim.max_invocations))
+    assert isinstance(lim.fp16, bool)
+    assert 1 <= vk_runtime.device.group_size() <= lim.max_invocations
+    assert vk_runtime.device.group_count(10**9, 256) <= lim.max_group_count[0]
+
+
+def test_registry_finds_the_runtime(vk_runtime: Any) -> None:
+    from mnnpy.core import registry
+
+    assert registry.get_runtime("vulkan").name == "vulkan"
+
+
+def test_pipeline_cache_reuses(vk_runtime: Any) -> None:
+    from mnnpy.backends.vulkan.runtime import COUNTERS
+
+    cache = vk_runtime.device.pipelines
+    a = cache.get("fill", 1, 8, 64)
+    before = COUNTERS["pipelines_created"]
+    assert cache.get("fill", 1, 8, 64) is a
+    assert COUNTERS["pipelines_created"] == before
+    assert cache.get("fill", 1, 8, 32) is not a  # the local size is a specialization constant: a new pipeline
+
+
+def test_mapped_views_keep_memory_alive(vk_runtime: Any) -> None:
+    from mnnpy.backends.vulkan.memory import DeviceBuffer
+    from mnnpy.backends.vulkan.runtime import COUNTERS
+
+    buf = DeviceBuffer(vk_runtime.device, 64, COUNTERS)
+    view = buf.array(16, np.float32, (4,))
+    del buf  # the view still owns the mapping: no segfault when writing
+    view[:] = 3.0
+    assert view.sum() == 12.0
