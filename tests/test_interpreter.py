@@ -126,3 +126,17 @@ def test_cli_run(cnn: tuple, tmp_path: object, capsys: pytest.CaptureFixture) ->
     assert main(["run", str(path), "--input", f"x={x}", "--repeat", "2", "--info"]) == 0
     out = capsys.readouterr().out
     assert "output z: shape (1, 7)" in out and "Convolution" in out
+
+
+def test_save_tensors_and_output_paths(cnn: tuple) -> None:
+    _, path = cnn
+    interp = MNN.Interpreter(str(path))
+    s = interp.createSession({"saveTensors": ("p1",), "outputPaths": ["a1"]})
+    interp.getSessionInput(s).copyFrom(np.ones((1, 3, 9, 9), np.float32))
+    interp.runSession(s)
+    assert set(interp.getSessionOutputAll(s)) == {"a1"}
+    assert interp.getSessionOutput(s, "p1").getShape() == (1, 5, 4, 4)
+    assert interp.getSessionOutput(s, "a1").getShape() == (1, 5, 4, 4)
+    assert "Softmax" not in {c["type"] for c in s.info()["commands"]}  # pruned past the chosen output
+    with pytest.raises(ModelError, match="nope"):
+        interp.createSession({"saveTensors": ("nope",)})

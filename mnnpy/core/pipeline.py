@@ -90,7 +90,8 @@ def _input_desc(op: Any, override: tuple[int, ...] | None) -> TensorDesc:
     return TensorDesc(shape, np_dtype(p.dtype if p is not None else 1), fmt)
 
 
-def encode(net: Any, input_shapes: dict[int, tuple[int, ...]], keep: set[int], eval_const: Any) -> Graph:
+def encode(net: Any, input_shapes: dict[int, tuple[int, ...]], keep: set[int], eval_const: Any,
+           output_names: list[str] | None = None) -> Graph:
     """Shape inference, constant folding and geometry over the whole net.
 
     Args:
@@ -98,6 +99,7 @@ def encode(net: Any, input_shapes: dict[int, tuple[int, ...]], keep: set[int], e
         input_shapes: user shapes of input tensors (from `resizeTensor`).
         keep: tensors that must be materialised (outputs, saveTensors).
         eval_const: `fn(op, in_values, out_descs) -> list[np.ndarray]` that runs an op on constants (CPU).
+        output_names: outputs chosen by the config (MNN: `ScheduleConfig::path.outputs`), else the net's.
     """
     registry.load_core()
     names = [str(n) for n in (net.tensorName or [])]
@@ -157,14 +159,29 @@ def encode(net: Any, input_shapes: dict[int, tuple[int, ...]], keep: set[int], e
                 g.virtual[i] = [Region(r.src, r.dst, r.size, ins[r.origin]) for r in regs]
             continue
         pending.append(Command(int(op.type), name, ins, outs, op))
-    outputs = [names.index(str(o)) for o in (net.outputName or []) if str(o) in names]
+    wanted = output_names or [str(o) for o in (net.outputName or [])]
+    outputs = [names.index(o) for o in wanted if o in names]
     if not outputs:
         used = {i for c in pending for i in c.inputs} | {r.origin for rs in g.virtual.values() for r in rs}
         outputs = [i for c in pending for i in c.outputs if i not in used]
         outputs += [i for i in g.virtual if i not in used]
     g.outputs = outputs
-    g.commands = _materialise(g, pending, set(outputs) | keep)
+    g.commands = _materialise(g, _live(g, pending, set(outputs) | keep), set(outputs) | keep)
     return g
+
+
+def _live(g: Graph, pending: list[Command], wanted: set[int]) -> list[Command]:
+    """Drop commands no output (or kept tensor) depends on, through virtual tensors too."""
+    needed = set(wanted)
+    while True:
+        size = len(needed)
+        for v in [v for v in needed if v in g.virtual]:
+            needed |= {r.origin for r in g.virtual[v]}
+        for cmd in pending:
+            if needed.intersection(cmd.outputs):
+                needed.update(cmd.inputs)
+        if len(needed) == size:
+            return [c for c in pending if needed.intersection(c.outputs)]
 
 
 def _materialise(g: Graph, pending: list[Command], keep: set[int]) -> list[Command]:

@@ -64,6 +64,10 @@ class Session:
         self.input_shapes: dict[int, tuple[int, ...]] = {}
         self.names = [str(n) for n in (net.tensorName or [])]
         self.save = {self.names.index(s) for s in self.config.get("saveTensors", ()) if s in self.names}
+        self.output_paths = [str(s) for s in self.config.get("outputPaths", ()) or ()]
+        unknown = [s for s in [*self.output_paths, *self.config.get("saveTensors", ())] if s not in self.names]
+        if unknown:
+            raise ModelError(f"config names unknown tensors {unknown}")
         self.commands: list = []
         self.refs: dict[int, TensorRef] = {}
         self.resize_time = 0.0
@@ -94,7 +98,7 @@ class Session:
     def resize(self) -> None:
         """Redo pre-inference for the current input shapes (MNN: `Session::resize`)."""
         t0 = time.perf_counter()
-        graph = encode(self.net, self.input_shapes, self.save, self._eval_const)
+        graph = encode(self.net, self.input_shapes, self.save, self._eval_const, self.output_paths)
         sched = Scheduler(graph, self.main, self.backup)
         self.commands = sched.schedule()
         for i in graph.outputs:

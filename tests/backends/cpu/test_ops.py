@@ -174,3 +174,13 @@ def test_matmul_topk_cast_where(e2e: Any) -> None:
 def test_layernorm(e2e: Any) -> None:
     model = node_model("LayerNormalization", (2, 3, 13), dict(axis=-1), {"g": f32(13), "b": f32(13)}, ("g", "b"))
     e2e.check(model, {"x": f32(2, 3, 13)})
+
+
+def test_instance_and_batch_norm(e2e: Any) -> None:
+    consts = {"s": f32(13), "b": f32(13)}
+    # the official converter writes epsilon 1e-10 for InstanceNormalization (onnxruntime uses 1e-5): looser atol
+    e2e.check(node_model("InstanceNormalization", (2, 13, 5, 4), {}, consts, ("s", "b")), {"x": f32(2, 13, 5, 4)},
+              atol=2e-4, official=True)
+    consts.update({"m": f32(13), "v": np.abs(f32(13)) + 0.5})
+    e2e.check(node_model("BatchNormalization", (2, 13, 5, 4), {}, consts, ("s", "b", "m", "v")),
+              {"x": f32(2, 13, 5, 4)})
