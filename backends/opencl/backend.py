@@ -44,7 +44,9 @@ def opencl_kernel(*op_types: int, formats: tuple[str, ...] = ("NCHW",)) -> Any:
 class OpenCLBackend(Backend):
     """Per-session OpenCL backend (MNN: `OpenCLBackend`).
 
-    Config keys: `tuning` ("none", "fast" (default), "normal", "wide", "heavy"; MNN's gpuMode tuning levels).
+    Config keys: `tuning` ("none", "fast" (default), "normal", "wide", "heavy"; MNN's gpuMode tuning levels);
+    `cacheFile` (a path from `Interpreter.setCacheFile`: program binaries and tuned local sizes are read from it
+    when the backend is created, and written by `update_cache`).
     """
 
     name = "opencl"
@@ -60,6 +62,17 @@ class OpenCLBackend(Backend):
         self._arena: Any = None
         self._arena_bytes = 0
         self.static_bytes = 0
+        self.cache_file = self.config.get("cacheFile")
+        if self.cache_file and runtime.cache_path != str(self.cache_file):
+            runtime.load_cache(self.cache_file)
+
+    def update_cache(self, path: str | None = None) -> bool:
+        """Write the runtime's program binaries and tuned sizes to the cache file (MNN: `updateCacheFile`)."""
+        target = path or self.cache_file
+        if not target:
+            return False
+        self.runtime.save_cache(target)
+        return True
 
     @property
     def queue(self) -> Any:

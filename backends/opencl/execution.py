@@ -53,6 +53,7 @@ class CLExecution(Execution):
         self.launches: list[tuple[Any, tuple[int, ...], tuple[int, ...] | None]] = []
         self.fills: list[tuple[Any, int]] = []
         self.statics: list[Any] = []
+        self._uploaded: dict[int, Any] = {}
 
     @classmethod
     def supports(cls, op: Any, inputs: list[TensorRef], outputs: list[TensorRef]) -> bool:
@@ -60,11 +61,17 @@ class CLExecution(Execution):
         return True
 
     def buf(self, ref: TensorRef) -> Any:
-        """The bound device buffer of a tensor."""
+        """The device buffer of a tensor; a host constant (weights, folded values) is uploaded once per resize."""
         array = ref.array
-        if not isinstance(array, CLTensor):
-            raise TypeError(f"{ref!r} is not bound to an OpenCL buffer")
-        return array.buffer
+        if isinstance(array, CLTensor):
+            return array.buffer
+        if isinstance(array, np.ndarray) and ref.const:
+            key = id(ref)
+            if key not in self._uploaded:
+                flat = layout.to_device(layout.host_logical(array, ref.desc), ref.desc)
+                self._uploaded[key] = self.constant(flat)
+            return self._uploaded[key]
+        raise TypeError(f"{ref!r} is not bound to an OpenCL buffer")
 
     def constant(self, values: np.ndarray) -> Any:
         """A read-only device buffer holding host values (weights, index tables), made in on_resize."""
@@ -78,8 +85,8 @@ class CLExecution(Execution):
 
     def fill_zero(self, ref: TensorRef) -> None:
         """Record a zero fill of a whole output before the kernels (regions not full, or channel tails)."""
-        array = ref.array
-        self.fills.append((self.buf(ref), array.elements * ref.desc.dtype.itemsize))
+        nbytes = layout.device_elements(ref.desc) * ref.desc.dtype.itemsize
+        self.fills.append((self.buf(ref), nbytes))
 
     def launch(self, program: str, kernel: str, args: Sequence[Any], gws: Sequence[int], key: str = "",
                options: str = "") -> None:
@@ -97,6 +104,7 @@ class CLExecution(Execution):
         self.launches = []
         self.fills = []
         self.statics = []
+        self._uploaded = {}
         self.encode()
 
     def encode(self) -> None:

@@ -31,3 +31,13 @@ __kernel void raster_plain(__global const float* src, __global float* dst, int4 
         }
     }
 }
+
+// Index gather: dst[didx[i]] = src[sidx[i]] (logical indices), for mappings no 3-D region expresses.
+__kernel void gather(__global const float* src, __global float* dst, int4 sdesc, int4 ddesc,
+                     __global const int* sidx, __global const int* didx, int count) {
+    int i = get_global_id(0);
+    if (i >= count) {
+        return;
+    }
+    dst[phys_index(didx[i], ddesc)] = src[phys_index(sidx[i], sdesc)];
+}

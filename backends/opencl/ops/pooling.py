@@ -11,7 +11,7 @@ from mnnpy.core.backend import TensorRef
 from mnnpy.core.ir import NC4HW4
 
 from ..backend import opencl_kernel
-from ..convparams import PAD_CAFFE, resolve_pads
+from ..convparams import resolve_pads
 from ..execution import CLExecution, int4
 
 INCLUDE_PADDING, EXCLUDE_PADDING = 1, 2
@@ -41,9 +41,8 @@ class PoolingExecution(CLExecution):
             kernel = (int(p.kernelY) or 1, int(p.kernelX) or 1)
             stride = (int(p.strideY) or 1, int(p.strideX) or 1)
             pads = resolve_pads(p, int(p.padType), (h, w), (oh, ow), kernel, stride)
-        count = int(p.countType)
-        if count == 0:
-            count = INCLUDE_PADDING if p.padType == PAD_CAFFE else EXCLUDE_PADDING
+        # As the CPU backend: only INCLUDE_PADDING counts the explicit pads; DEFAULT and EXCLUDE_PADDING do not.
+        count = INCLUDE_PADDING if int(p.countType) == INCLUDE_PADDING else EXCLUDE_PADDING
         c4 = -(-c // 4)
         args = [self.buf(x), self.buf(y), int4(n, h, w, c4), int4(oh, ow), int4(*kernel, *stride), int4(*pads),
                 np.int32(p.type), np.int32(count)]

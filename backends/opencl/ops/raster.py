@@ -1,8 +1,9 @@
 """Raster: the general region copy every geometry op lowers to (MNN: RasterExecution).
 
-Each region copies `size[3]` elements between two Views in logical index space; the kernel maps logical indices to
-each buffer's layout (plain or NC4HW4). The output is zero-filled first unless the regions cover it exactly and it
-has no padded channel lanes. Plain-to-plain regions with unit x strides take a 4-wide fast path.
+Each region copies `size[3]` elements between two Views in logical index space; the kernel maps logical indices
+to each buffer's layout (plain or NC4HW4). Region origins are positions in the command's inputs. Index gathers
+(mappings no region expresses) run as one gather launch each. The output is zero-filled first unless the regions
+cover it exactly and it has no padded channel lanes. Plain-to-plain regions with unit x strides take a 4-wide path.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
 from mnnpy.core.backend import TensorRef
@@ -19,26 +21,13 @@ from ..backend import opencl_kernel
 from ..execution import CLExecution, has_channel_tail, int4, tensor_desc
 
 
-def command_regions(op: Any) -> list[Any]:
-    """The regions of a Raster command: `op` is a Command (with `.regions`), a list of Regions, or an OpT whose
-    `main` holds them."""
+def raster_spec(op: Any) -> tuple[list[Any], list[Any], bool | None]:
+    """(regions, gathers, full) of a Raster command: `op` is the pipeline's RasterSpec or a plain list of Regions
+    (then `full` is None: decided by counting the covered elements)."""
     if isinstance(op, (list, tuple)):
-        return list(op)
-    regions = getattr(op, "regions", None)
-    if regions is None and getattr(op, "main", None) is not None:
-        regions = getattr(op.main, "regions", None)
-    return list(regions or [])
-
-
-def origin_ref(region: Any, inputs: list[TensorRef]) -> TensorRef | None:
-    """The input a region reads: matched by tensor index first, else taken as an input position."""
-    origin = int(region.origin)
-    for ref in inputs:
-        if ref.index == origin:
-            return ref
-    if 0 <= origin < len(inputs):
-        return inputs[origin]
-    return None
+        return list(op), [], None
+    full = getattr(op, "full", None)
+    return list(getattr(op, "regions", None) or []), list(getattr(op, "gathers", None) or []), full
 
 
 @opencl_kernel(fb.OpType.Raster, formats=("NC4HW4", "NCHW", "NHWC"))
@@ -49,18 +38,19 @@ class RasterExecution(CLExecution):
 
     @classmethod
     def supports(cls, op: Any, inputs: list[TensorRef], outputs: list[TensorRef]) -> bool:
-        regions = command_regions(op)
-        return len(outputs) == 1 and all(origin_ref(r, inputs) is not None for r in regions)
+        regions, gathers, _ = raster_spec(op)
+        return len(outputs) == 1 and all(0 <= int(r.origin) < len(inputs) for r in (*regions, *gathers))
 
     def encode(self) -> None:
         y = self.outputs[0]
-        regions = command_regions(self.op)
-        covered = sum(math.prod(r.size) for r in regions)
-        if covered != math.prod(y.desc.shape) or has_channel_tail(y):
+        regions, gathers, full = raster_spec(self.op)
+        if full is None:
+            full = not gathers and sum(math.prod(r.size) for r in regions) == math.prod(y.desc.shape)
+        if not full or has_channel_tail(y):
             self.fill_zero(y)
         ydesc = tensor_desc(y)
         for region in regions:
-            x = origin_ref(region, self.inputs)
+            x = self.inputs[int(region.origin)]
             xdesc = tensor_desc(x)
             sv = int4(region.src.offset, *region.src.stride)
             dv = int4(region.dst.offset, *region.dst.stride)
@@ -74,3 +64,10 @@ class RasterExecution(CLExecution):
                 args = [self.buf(x), self.buf(y), xdesc, ydesc, sv, dv, size]
                 self.launch("raster", "raster", args, (xx, yy, z))
 
+        for gather in gathers:
+            x = self.inputs[int(gather.origin)]
+            count = int(np.asarray(gather.dst_idx).size)
+            src_idx = self.constant(np.asarray(gather.src_idx, dtype=np.int32).reshape(-1))
+            dst_idx = self.constant(np.asarray(gather.dst_idx, dtype=np.int32).reshape(-1))
+            args = [self.buf(x), self.buf(y), tensor_desc(x), ydesc, src_idx, dst_idx, np.int32(count)]
+            self.launch("raster", "gather", args, (count,))

@@ -43,15 +43,16 @@ def test_pool_3x3_s2_padded(backend: object, c: int, kind: str) -> None:
     x = rand((2, c, 7, 6), seed=c)
     pads = (1, 1, 1, 1)
     out_hw = (4, 3)
-    (y,) = Harness(backend).run(fb.OpType.Pooling, pool_op(kind, (3, 3), (2, 2), pads), [x], ["NC4HW4"],
+    (y,) = Harness(backend).run(fb.OpType.Pooling, pool_op(kind, (3, 3), (2, 2), pads, count=1), [x], ["NC4HW4"],
                                 [(2, c, *out_hw)])
     assert_close(y, reference_pool(x, (3, 3), (2, 2), pads, out_hw, kind, include_pad=True))
 
 
-def test_avg_exclude_padding(backend: object) -> None:
+@pytest.mark.parametrize("count", [0, 2])
+def test_avg_default_excludes_padding(backend: object, count: int) -> None:
     x = rand((1, 5, 5, 5), seed=1)
     pads = (1, 1, 1, 1)
-    op = pool_op("avg", (3, 3), (2, 2), pads, count=2)
+    op = pool_op("avg", (3, 3), (2, 2), pads, count=count)
     (y,) = Harness(backend).run(fb.OpType.Pooling, op, [x], ["NC4HW4"], [(1, 5, 3, 3)])
     assert_close(y, reference_pool(x, (3, 3), (2, 2), pads, (3, 3), "avg", include_pad=False))
 
