@@ -168,10 +168,11 @@ class VulkanBackend(Backend):
         return Binding(buf, 0, tensor.desc.nbytes), True
 
     def upload(self, array: np.ndarray) -> Binding:
-        """A new STATIC device buffer holding `array` (weights packed in `on_resize`)."""
-        data = np.ascontiguousarray(array, dtype=np.float32)
+        """A new STATIC device buffer holding `array` (weights packed in `on_resize`; int32 stays int32)."""
+        dtype = np.int32 if np.asarray(array).dtype.kind in "iu" else np.float32
+        data = np.ascontiguousarray(array, dtype=dtype)
         buf = DeviceBuffer(self.vdev, data.nbytes, COUNTERS)
-        view = buf.array(0, np.float32, data.shape)
+        view = buf.array(0, dtype, data.shape)
         view[...] = data
         del view
         self._static.append(buf)

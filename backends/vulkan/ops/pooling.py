@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,9 +41,10 @@ def pool_geometry(pool: Any, in_hw: tuple[int, int], out_hw: tuple[int, int]) ->
     return kw, kh, sx, sy, px, py, int(count == COUNT_INCLUDE)
 
 
-@vulkan_kernel(fb.OpType.Pooling, formats=("NC4HW4",))
+@vulkan_kernel(fb.OpType.Pooling, fb.OpType.Pooling3D, formats=("NC4HW4",))
 class VulkanPooling(VulkanExecution):
-    """One invocation per output texel (4 channels)."""
+    """One invocation per output texel (4 channels). Pooling3D runs only as a global pool (as MNN's converter emits
+    it for GlobalAveragePool / GlobalMaxPool): the spatial dims are flattened into one row."""
 
     algorithm = "pooling"
 
@@ -51,14 +53,23 @@ class VulkanPooling(VulkanExecution):
         if len(inputs) != 1 or len(outputs) != 1 or op_param(op) is None:
             return False
         x, y = inputs[0].desc, outputs[0].desc
-        return x.fmt == y.fmt == NC4HW4 and len(x.shape) == len(y.shape) == 4 and int(op_param(op).type) in (0, 1)
+        if x.fmt != NC4HW4 or y.fmt != NC4HW4 or int(op_param(op).type) not in (0, 1):
+            return False
+        if int(op.type) == fb.OpType.Pooling3D:
+            return len(x.shape) >= 3 and math.prod(y.shape[2:]) == 1 and y.shape[:2] == x.shape[:2]
+        return len(x.shape) == len(y.shape) == 4
 
     def encode(self) -> None:
         x, y = self.inputs[0], self.outputs[0]
         pool = op_param(self.op)
-        n, c, h, w = x.desc.shape
-        oh, ow = y.desc.shape[2:]
-        kw, kh, sx, sy, px, py, include = pool_geometry(pool, (h, w), (oh, ow))
+        if int(self.op.type) == fb.OpType.Pooling3D:
+            n, c = x.desc.shape[:2]
+            h, w, oh, ow = 1, math.prod(x.desc.shape[2:]), 1, 1
+            kw, kh, sx, sy, px, py, include = w, 1, 1, 1, 0, 0, 0
+        else:
+            n, c, h, w = x.desc.shape
+            oh, ow = y.desc.shape[2:]
+            kw, kh, sx, sy, px, py, include = pool_geometry(pool, (h, w), (oh, ow))
         planes = n * ((c + 3) // 4)
         total = planes * oh * ow
         values = (w, h, planes, 0, ow, oh, total, int(pool.type), kw, kh, sx, sy, px, py, include, 0)

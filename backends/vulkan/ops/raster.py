@@ -1,4 +1,8 @@
-"""Raster: materialise a virtual tensor from its regions (MNN: `VulkanRaster`); zero fill when not covered."""
+"""Raster: materialise a virtual tensor from its regions and index gathers (MNN: `VulkanRaster`).
+
+The output is zero-filled first when the regions do not cover it; regions run one dispatch each, in order, then
+gathers (`dst[dst_idx] = origin[src_idx]`, indices uploaded once per resize).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from mnnpy.backends.vulkan.layout import shader_format
 from mnnpy.backends.vulkan.ops._base import VulkanExecution, vulkan_kernel
 from mnnpy.schema import mnn_generated as fb
@@ -50,8 +55,12 @@ class VulkanRaster(VulkanExecution):
     def supports(cls, op: Any, inputs: Sequence[TensorRef], outputs: Sequence[TensorRef]) -> bool:
         if len(outputs) != 1 or outputs[0].desc.fmt == NHWC or any(t.desc.fmt == NHWC for t in inputs):
             return False
-        if getattr(op, "gathers", None):
-            return False
+        for g in getattr(op, "gathers", None) or []:
+            if not 0 <= g.origin < len(inputs) or g.src_idx.size != g.dst_idx.size:
+                return False
+            if g.src_idx.size and not (g.src_idx.min() >= 0 and g.src_idx.max() < inputs[g.origin].desc.size
+                                       and g.dst_idx.min() >= 0 and g.dst_idx.max() < outputs[0].desc.size):
+                return False
         out_count = math.prod(outputs[0].desc.shape)
         try:
             for r in regions_of(op):
@@ -81,3 +90,11 @@ class VulkanRaster(VulkanExecution):
             values = (r.src.offset, *r.src.stride, r.dst.offset, *r.dst.stride, *r.size, r.count,
                       *shader_format(src_ref.desc), *dst_fmt)
             self.dispatch("raster", [self.bind(src_ref)], [dst], "16i", values, r.count)
+        for g in getattr(self.op, "gathers", None) or []:
+            count = int(g.src_idx.size)
+            if count == 0:
+                continue
+            src_ref = self.inputs[g.origin]
+            pairs = self.upload(np.stack([g.src_idx, g.dst_idx], axis=1).astype(np.int32))
+            values = (count, *shader_format(src_ref.desc), *dst_fmt)
+            self.dispatch("gather", [self.bind(src_ref), pairs], [dst], "5i", values, count)

@@ -122,6 +122,17 @@ def test_global_average_pool(run_op: Any, make_op: Any) -> None:
     np.testing.assert_allclose(got, x.mean(axis=(2, 3), keepdims=True), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("mode", [fb.PoolType.MAXPOOL, fb.PoolType.AVEPOOL])
+def test_global_pooling3d(run_op: Any, make_op: Any, mode: int) -> None:
+    x = RNG.standard_normal((2, 13, 3, 4)).astype(np.float32)
+    pool = fb.Pool3DT()
+    pool.type, pool.isGlobal = mode, True
+    (got,) = run_op(fb.OpType.Pooling3D, make_op(fb.OpType.Pooling3D, pool), [(x, "NC4HW4")],
+                    [TensorDesc((2, 13, 1, 1), np.float32, "NC4HW4")]).run()
+    want = x.max(axis=(2, 3), keepdims=True) if mode == fb.PoolType.MAXPOOL else x.mean(axis=(2, 3), keepdims=True)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize(("shape", "axis", "fmt"), [((2, 13, 3, 2), 1, "NC4HW4"), ((3, 127), -1, "NCHW"),
                                                     ((2, 3, 5), 0, "NCHW"), ((1, 3, 4, 4), 3, "NC4HW4")])
 def test_softmax(run_op: Any, make_op: Any, shape: tuple, axis: int, fmt: str) -> None:

@@ -59,6 +59,21 @@ def test_out_of_bounds_region_is_refused(run_op: Any) -> None:
     assert runner.execution is None
 
 
+def test_gathers_after_regions(run_op: Any) -> None:
+    from mnnpy.core.geometry.fuse import Gather
+    from mnnpy.core.pipeline import RasterSpec
+
+    x = RNG.standard_normal((1, 13, 3, 2)).astype(np.float32)
+    src_idx = RNG.permutation(x.size)[:50]
+    dst_idx = RNG.permutation(78)[:50]
+    region = Region(View(0, (0, 0, 1)), View(0, (0, 0, 1)), (1, 1, 20), 0)
+    spec = RasterSpec([region], [Gather(0, src_idx, dst_idx)], False)
+    want = raster([region], [x], (1, 13, 3, 2)).reshape(-1)
+    want[dst_idx] = x.reshape(-1)[src_idx]
+    (got,) = run_op(fb.OpType.Raster, spec, [(x, "NC4HW4")], [TensorDesc(x.shape, np.float32, "NC4HW4")]).run()
+    np.testing.assert_array_equal(got.reshape(-1), want)
+
+
 def test_many_regions_overlapping_in_order(run_op: Any) -> None:
     x = np.arange(40, dtype=np.float32).reshape(1, 1, 5, 8)
     regions = [Region(View(i, (0, 0, 1)), View(0, (0, 0, 1)), (1, 1, 8), 0) for i in range(0, 33, 8)]
