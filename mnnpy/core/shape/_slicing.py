@@ -91,6 +91,8 @@ def split_points(op: Any, shape: tuple[int, ...], n_out: int, values: list | Non
             starts.append(starts[-1] + s)
         return axis, [*starts, dim]
     pts = ints(p.slicePoints)
+    if p.sourceType == 1 and len(pts) == 1 and pts[0] == n_out and n_out > 1:  # TF Split: num_split
+        pts = []
     if not pts:
         step = dim // n_out
         return axis, [i * step for i in range(n_out)] + [dim]

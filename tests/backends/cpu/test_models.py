@@ -91,3 +91,40 @@ def test_mobilenet_v2_block(e2e: object) -> None:
 def test_transformer_layer(e2e: object) -> None:
     x = np.random.default_rng(4).standard_normal((2, 5, 16)).astype(np.float32)
     e2e.check(transformer_layer(), {"x": x}, official=True)
+
+
+def bert_embedding_and_mask(vocab: int = 30, d: int = 8, seq: int = 6) -> object:
+    rng = np.random.default_rng(6)
+    nodes = [
+        h.make_node("Gather", ["emb", "ids"], ["e"], axis=0),
+        h.make_node("Shape", ["ids"], ["shp"]),
+        h.make_node("Gather", ["shp", "one"], ["n"], axis=0),
+        h.make_node("Range", ["zero", "n", "one"], ["pos"]),
+        h.make_node("Gather", ["pemb", "pos"], ["pe"], axis=0),
+        h.make_node("Add", ["e", "pe"], ["x"]),
+        h.make_node("LayerNormalization", ["x", "g", "b"], ["xn"], axis=-1),
+        h.make_node("Transpose", ["xn"], ["xt"], perm=[0, 2, 1]),
+        h.make_node("MatMul", ["xn", "xt"], ["scores"]),
+        h.make_node("Unsqueeze", ["mask", "ax1"], ["m1"]),
+        h.make_node("Cast", ["m1"], ["mf"], to=T.FLOAT),
+        h.make_node("Sub", ["fone", "mf"], ["inv"]),
+        h.make_node("Mul", ["inv", "big"], ["bias"]),
+        h.make_node("Add", ["scores", "bias"], ["sb"]),
+        h.make_node("Softmax", ["sb"], ["p"], axis=-1),
+        h.make_node("MatMul", ["p", "xn"], ["ctx"]),
+        h.make_node("Slice", ["ctx", "s0", "s1", "ax1"], ["cls"]),
+        h.make_node("Squeeze", ["cls", "ax1"], ["y"]),
+    ]
+    inits = [_w(rng, "emb", vocab, d), _w(rng, "pemb", 16, d), _w(rng, "g", d), _w(rng, "b", d),
+             nh.from_array(np.array(0, np.int64), "zero"), nh.from_array(np.array(1, np.int64), "one"),
+             nh.from_array(np.array([1], np.int64), "ax1"), nh.from_array(np.array(1.0, np.float32), "fone"),
+             nh.from_array(np.array(-10000.0, np.float32), "big"), nh.from_array(np.array([0], np.int64), "s0"),
+             nh.from_array(np.array([1], np.int64), "s1")]
+    ins = [h.make_tensor_value_info("ids", T.INT64, [1, seq]), h.make_tensor_value_info("mask", T.INT64, [1, seq])]
+    return _model(nodes, ins, [h.make_tensor_value_info("y", T.FLOAT, None)], inits, opset=13)
+
+
+def test_bert_embedding_and_mask(e2e: object) -> None:
+    ids = np.array([[3, 7, 29, 0, 5, 5]], np.int64)
+    mask = np.array([[1, 1, 1, 1, 0, 0]], np.int64)
+    e2e.check(bert_embedding_and_mask(), {"ids": ids, "mask": mask})

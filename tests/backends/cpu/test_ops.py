@@ -184,3 +184,18 @@ def test_instance_and_batch_norm(e2e: Any) -> None:
     consts.update({"m": f32(13), "v": np.abs(f32(13)) + 0.5})
     e2e.check(node_model("BatchNormalization", (2, 13, 5, 4), {}, consts, ("s", "b", "m", "v")),
               {"x": f32(2, 13, 5, 4)})
+
+
+def test_gather_scatter_family(e2e: Any) -> None:
+    x = f32(2, 3, 4)
+    e2e.check(node_model("GatherND", (2, 3, 4), {}, {"i": np.array([[0, 1], [1, -1]], np.int64)}, ("i",)), {"x": x})
+    idx = RNG.integers(-3, 3, (2, 2, 4)).astype(np.int64)
+    e2e.check(node_model("GatherElements", (2, 3, 4), dict(axis=1), {"i": idx}, ("i",)), {"x": x})
+    consts = {"i": np.array([[0, 1], [1, 2]], np.int64), "u": f32(2, 4)}
+    e2e.check(node_model("ScatterND", (2, 3, 4), {}, consts, ("i", "u")), {"x": x})
+    e2e.check(node_model("CumSum", (2, 3, 4), dict(exclusive=1, reverse=1), {"a": np.array(1, np.int64)}, ("a",)),
+              {"x": x})
+    consts = {"d": np.array(5, np.int64), "v": np.array([-1, 2], np.float32)}
+    model = node_model("OneHot", (2, 3), dict(axis=1), consts, ("d", "v"), x_dtype=T.INT64)
+    e2e.check(model, {"x": np.array([[0, 4, -1], [2, 3, 1]], np.int64)})
+    e2e.check(node_model("SpaceToDepth", (1, 3, 4, 6), dict(blocksize=2)), {"x": f32(1, 3, 4, 6)})

@@ -1,0 +1,108 @@
+"""GatherND, GatherElements, ScatterNd, OneHot and CumSum with numpy indexing."""
+
+from __future__ import annotations
+
+import numpy as np
+from mnnpy.backends.cpu.ops._common import CPUExecution
+from mnnpy.schema import mnn_generated as fb
+
+from mnnpy.core.registry import cpu_kernel
+from mnnpy.core.shape._util import ints, norm_axis
+
+OT = fb.OpType
+
+
+def _wrap(idx: np.ndarray, dims: np.ndarray | int) -> np.ndarray:
+    return np.where(idx < 0, idx + dims, idx)
+
+
+@cpu_kernel(OT.GatherND)
+class GatherND(CPUExecution):
+    """out[i] = params[indices[i, 0], ..., indices[i, k-1]]."""
+
+    algorithm = "gather-nd"
+
+    def on_execute(self) -> None:
+        params, idx = self.x.array, self.inputs[1].array
+        k = idx.shape[-1]
+        idx = _wrap(idx, np.array(params.shape[:k]))
+        np.copyto(self.y.array, params[tuple(np.moveaxis(idx, -1, 0))])
+
+
+@cpu_kernel(OT.GatherElements)
+class GatherElements(CPUExecution):
+    """np.take_along_axis."""
+
+    def on_resize(self) -> None:
+        axis = ints(self.inputs[2].array)[0] if len(self.inputs) > 2 else 0
+        self.axis = norm_axis(axis, len(self.x.desc.shape), self.op.name)
+        self.algorithm = "gather-elements"
+
+    def on_execute(self) -> None:
+        idx = _wrap(self.inputs[1].array, self.x.desc.shape[self.axis])
+        np.copyto(self.y.array, np.take_along_axis(self.x.array, idx, axis=self.axis))
+
+
+@cpu_kernel(OT.ScatterNd)
+class ScatterNd(CPUExecution):
+    """Start from `data` (input 3) or zeros, then write (or accumulate) `updates` at `indices`."""
+
+    def on_resize(self) -> None:
+        p = self.op.main
+        self.reduce = getattr(p, "opType", None) if p is not None else None
+        self.algorithm = "scatter-nd"
+
+    def on_execute(self) -> None:
+        y = self.y.array
+        if len(self.inputs) > 3:
+            np.copyto(y, self.inputs[3].array)
+        else:
+            y.fill(0)
+        idx, upd = self.inputs[0].array, self.inputs[1].array
+        k = idx.shape[-1]
+        where = tuple(np.moveaxis(_wrap(idx, np.array(y.shape[:k])), -1, 0))
+        if self.reduce == 0:
+            np.add.at(y, where, upd)
+        elif self.reduce == 2:
+            np.multiply.at(y, where, upd)
+        else:
+            y[where] = upd
+
+
+@cpu_kernel(OT.OneHot)
+class OneHot(CPUExecution):
+    """out = on where index == position along the new axis, else off."""
+
+    def on_resize(self) -> None:
+        axis = self.op.main.axis if self.op.main is not None else -1
+        self.axis = norm_axis(axis, len(self.y.desc.shape), self.op.name)
+        self.depth = self.y.desc.shape[self.axis]
+        self.algorithm = "one-hot"
+
+    def on_execute(self) -> None:
+        idx = _wrap(self.x.array, self.depth)
+        on = np.asarray(self.inputs[2].array).ravel()[0]
+        off = np.asarray(self.inputs[3].array).ravel()[0]
+        shape = [1] * len(self.y.desc.shape)
+        shape[self.axis] = self.depth
+        hit = np.expand_dims(idx, self.axis) == np.arange(self.depth).reshape(shape)
+        np.copyto(self.y.array, np.where(hit, on, off), casting="unsafe")
+
+
+@cpu_kernel(OT.CumSum)
+class CumSum(CPUExecution):
+    """Cumulative sum along input 1's axis, optionally exclusive and/or reversed."""
+
+    def on_resize(self) -> None:
+        p = self.op.main
+        self.axis = norm_axis(ints(self.inputs[1].array)[0], len(self.x.desc.shape), self.op.name)
+        self.exclusive = bool(p.exclusive) if p is not None else False
+        self.reverse = bool(p.reverse) if p is not None else False
+        self.algorithm = "cumsum"
+
+    def on_execute(self) -> None:
+        x = np.flip(self.x.array, self.axis) if self.reverse else self.x.array
+        out = np.cumsum(x, axis=self.axis)
+        if self.exclusive:
+            out = out - x
+        np.copyto(self.y.array, np.flip(out, self.axis) if self.reverse else out, casting="unsafe")
