@@ -1,0 +1,164 @@
+"""Less common ops: Round, IsNaN, IsInf, Trilu, OneHot, Hardmax, LpNormalization, LRN, GridSample, EyeLike, Swish."""
+
+from __future__ import annotations
+
+import numpy as np
+from mnnpy.schema import mnn_generated as fb
+
+from ..context import BIN, OP, PARAM, UN, Context, OnnxNode
+from ..functions import UseFunctionBody
+from ..registry import onnx_op
+from .reduce import reduction
+
+
+@onnx_op("Round")
+def round_half_even(ctx: Context, node: OnnxNode) -> None:
+    """Round (half to even): r = floor(x + 0.5), minus 1 where x was a tie and r is odd."""
+    x = node.inputs[0]
+    r = ctx.unary(UN.FLOOR, ctx.binary(BIN.ADD, x, ctx.const(np.float32(0.5))))
+    tie = ctx.binary(BIN.EQUAL, ctx.binary(BIN.SUB, r, x), ctx.const(np.float32(0.5)))
+    odd = ctx.binary(BIN.EQUAL, ctx.binary(BIN.FLOORMOD, r, ctx.const(np.float32(2))), ctx.const(np.float32(1)))
+    fix = ctx.binary(BIN.MUL, tie, odd)
+    ctx.emit(OP.Select, [fix, ctx.binary(BIN.SUB, r, ctx.const(np.float32(1))), r], node.outputs)
+
+
+@onnx_op("IsNaN")
+def is_nan(ctx: Context, node: OnnxNode) -> None:
+    """IsNaN -> x != x."""
+    ctx.binary(BIN.NOTEQUAL, node.inputs[0], node.inputs[0], node.outputs[0])
+
+
+@onnx_op("IsInf")
+def is_inf(ctx: Context, node: OnnxNode, *, detect_negative: int = 1, detect_positive: int = 1) -> None:
+    """IsInf -> x == +inf and/or x == -inf."""
+    x = node.inputs[0]
+    if detect_positive and detect_negative:
+        ctx.binary(BIN.EQUAL, ctx.unary(UN.ABS, x), ctx.const(np.float32(np.inf)), node.outputs[0])
+    elif detect_positive:
+        ctx.binary(BIN.EQUAL, x, ctx.const(np.float32(np.inf)), node.outputs[0])
+    elif detect_negative:
+        ctx.binary(BIN.EQUAL, x, ctx.const(np.float32(-np.inf)), node.outputs[0])
+    else:
+        raise UseFunctionBody(f"{node.label()}: detecting neither sign is not supported")
+
+
+def _dim(ctx: Context, shape: str, axis: int) -> str:
+    """Size of `axis` (negative allowed) from a Shape tensor, as an int32 scalar."""
+    return ctx.out(OP.GatherV2, [shape, ctx.const(np.int32(axis)), ctx.const(np.int32(0))], name="GatherV2")
+
+
+@onnx_op("Trilu", since=14)
+def trilu(ctx: Context, node: OnnxNode, *, upper: int = 1) -> None:
+    """Trilu -> Select(col - row >= k (upper) / <= k (lower), x, 0) with rows/cols from Range over the shape."""
+    x = node.inputs[0]
+    shape = ctx.shape_of(x)
+    rank = ctx.need_rank(node, x)  # MNN's GatherV2 takes no negative indices
+    zero, one = ctx.const(np.int32(0)), ctx.const(np.int32(1))
+    rows = ctx.out(OP.Range, [zero, _dim(ctx, shape, rank - 2), one], name="Range")
+    cols = ctx.out(OP.Range, [zero, _dim(ctx, shape, rank - 1), one], name="Range")
+    diff = ctx.binary(BIN.SUB, ctx.squeeze(cols, [0], unsqueeze=True), ctx.squeeze(rows, [1], unsqueeze=True))
+    k = node.input(1)
+    k_name = ctx.const(np.int32(0)) if not k else ctx.reshape(k, [])
+    mask = ctx.binary(BIN.GREATER_EQUAL if upper else BIN.LESS_EQUAL, diff, k_name)
+    zeros = ctx.out(OP.ZerosLike, [x], name="ZerosLike")
+    ctx.emit(OP.Select, [mask, x, zeros], node.outputs)
+
+
+def _cast_param(dtype: int) -> fb.CastParamT:
+    param = fb.CastParamT()
+    param.dstT = dtype
+    return param
+
+
+@onnx_op("OneHot", since=9)
+def one_hot(ctx: Context, node: OnnxNode, *, axis: int = -1) -> None:
+    """OneHot -> OneHot(indices (negative wrapped), depth, on, off) with values split from input 2."""
+    indices, depth, values = node.inputs[0], node.inputs[1], node.inputs[2]
+    depth_i = ctx.out(OP.Cast, [ctx.reshape(depth, [])], None, PARAM.CastParam, _cast_param(fb.DataType.DT_INT32),
+                      name="Cast")
+    idx = ctx.out(OP.Cast, [indices], None, PARAM.CastParam, _cast_param(fb.DataType.DT_INT32), name="Cast")
+    idx = ctx.binary(BIN.MOD, ctx.binary(BIN.ADD, idx, depth_i), depth_i)  # int MOD is Python mod in MNN
+    off = ctx.out(OP.GatherV2, [values, ctx.const(np.int32(0)), ctx.const(np.int32(0))], name="GatherV2")
+    on = ctx.out(OP.GatherV2, [values, ctx.const(np.int32(1)), ctx.const(np.int32(0))], name="GatherV2")
+    param = fb.OneHotParamT()
+    param.axis = axis
+    param.dType = fb.DataType.DT_FLOAT if ctx.is_float(values) else fb.DataType.DT_INT32
+    ctx.emit(OP.OneHot, [idx, depth_i, on, off], node.outputs, PARAM.OneHotParam, param, name=node.name)
+
+
+@onnx_op("Hardmax", since=13)
+def hardmax(ctx: Context, node: OnnxNode, *, axis: int = -1) -> None:
+    """Hardmax -> OneHot(ArgMax(x, axis), size of axis) (first maximum wins, as ONNX)."""
+    x = node.inputs[0]
+    rank = ctx.need_rank(node, x)
+    axis = axis % rank
+    param = fb.ArgMaxT()
+    param.axis = axis
+    param.topK = 1
+    index = ctx.out(OP.ArgMax, [x], None, PARAM.ArgMax, param, name="ArgMax")
+    depth = _dim(ctx, ctx.shape_of(x), axis)
+    onehot = fb.OneHotParamT()
+    onehot.axis = axis
+    ctx.emit(OP.OneHot, [index, depth, ctx.const(np.float32(1)), ctx.const(np.float32(0))], node.outputs,
+             PARAM.OneHotParam, onehot, name=node.name)
+
+
+@onnx_op("LpNormalization")
+def lp_normalization(ctx: Context, node: OnnxNode, *, axis: int = -1, p: int = 2) -> None:
+    """LpNormalization -> x / norm_p(x, axis) (p = 1 or 2)."""
+    x = node.inputs[0]
+    if p == 1:
+        norm = reduction(ctx, ctx.unary(UN.ABS, x), fb.ReductionType.SUM, [axis], True)
+    elif p == 2:
+        norm = ctx.unary(UN.SQRT, reduction(ctx, ctx.unary(UN.SQUARE, x), fb.ReductionType.SUM, [axis], True))
+    else:
+        raise UseFunctionBody(f"{node.label()}: p={p} is not supported")
+    ctx.binary(BIN.REALDIV, x, norm, node.outputs[0])
+
+
+@onnx_op("LRN")
+def lrn(ctx: Context, node: OnnxNode, *, size: int = 1, alpha: float = 0.0001, beta: float = 0.75,
+        bias: float = 1.0) -> None:
+    """LRN across channels -> LRN(regionType 0, localSize, alpha, beta, bias) (an NC4HW4 op)."""
+    param = fb.LRNT()
+    param.regionType = 0
+    param.localSize = size
+    param.alpha = float(alpha)
+    param.beta = float(beta)
+    param.bias = float(bias)
+    ctx.emit(OP.LRN, [node.inputs[0]], node.outputs, PARAM.LRN, param, name=node.name)
+
+
+@onnx_op("GridSample", since=16)
+def grid_sample(ctx: Context, node: OnnxNode, *, align_corners: int = 0, mode: str = "bilinear",
+                padding_mode: str = "zeros") -> None:
+    """GridSample (2-D) -> GridSample(mode, paddingMode, alignCorners)."""
+    modes = {"bilinear": fb.SampleMode.BILINEAR, "linear": fb.SampleMode.BILINEAR,
+             "nearest": fb.SampleMode.NEAREST}
+    pads = {"zeros": fb.BorderMode.ZEROS, "border": fb.BorderMode.CLAMP, "reflection": fb.BorderMode.REFLECTION}
+    if mode not in modes or padding_mode not in pads or ctx.rank(node.inputs[0]) not in (None, 4):
+        raise UseFunctionBody(f"{node.label()}: mode '{mode}' / padding '{padding_mode}' / rank is not supported")
+    param = fb.GridSampleT()
+    param.mode = modes[mode]
+    param.paddingMode = pads[padding_mode]
+    param.alignCorners = bool(align_corners)
+    ctx.emit(OP.GridSample, [node.inputs[0], node.inputs[1]], node.outputs, PARAM.GridSample, param, name=node.name)
+
+
+@onnx_op("EyeLike")
+def eye_like(ctx: Context, node: OnnxNode, *, dtype: int | None = None, k: int = 0) -> None:
+    """EyeLike of a statically shaped 2-D input -> a constant (Identity so the output has a producer)."""
+    shape = ctx.shape(node.inputs[0])
+    if shape is None or len(shape) != 2 or None in shape:
+        raise UseFunctionBody(f"{node.label()}: needs a static 2-D input shape")
+    is_float = ctx.is_float(node.inputs[0]) if dtype is None else dtype in (1, 10, 11, 16)
+    value = np.eye(int(shape[0]), int(shape[1]), k=k, dtype=np.float32 if is_float else np.int32)
+    ctx.alias(ctx.const(value, "eye"), node.outputs[0])
+
+
+@onnx_op("Swish", since=24)
+def swish(ctx: Context, node: OnnxNode, *, alpha: float = 1.0) -> None:
+    """Swish -> x * sigmoid(alpha * x)."""
+    x = node.inputs[0]
+    scaled = x if alpha == 1.0 else ctx.binary(BIN.MUL, x, ctx.const(np.float32(alpha)))
+    ctx.binary(BIN.MUL, x, ctx.unary(UN.SIGMOID, scaled), node.outputs[0])
