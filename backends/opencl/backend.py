@@ -89,7 +89,8 @@ class OpenCLBackend(Backend):
         if entry is None:
             return None
         cls: Any = entry.cls
-        dtypes_ok = all(t.desc.dtype in cls.dtypes for t in (*inputs, *outputs))
+        checked = [t for k, t in enumerate(inputs) if k not in cls.value_inputs] + list(outputs)
+        dtypes_ok = all(t.desc.dtype in cls.dtypes for t in checked)
         if not dtypes_ok or not cls.supports(op, list(inputs), list(outputs)):
             return None
         return cls(self, op, inputs, outputs)

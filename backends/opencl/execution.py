@@ -42,9 +42,12 @@ class CLExecution(Execution):
 
     Class attributes:
         dtypes: element types the execution accepts (others make `on_create` return None).
+        value_inputs: input positions read only as constant host values at resize time (axes, scales): their
+            dtype is not checked and they need no device buffer.
     """
 
     dtypes: ClassVar[tuple[np.dtype, ...]] = SUPPORTED_DTYPES
+    value_inputs: ClassVar[tuple[int, ...]] = ()
     backend: OpenCLBackend
 
     def __init__(self, backend: OpenCLBackend, op: Any, inputs: Sequence[TensorRef],

@@ -68,8 +68,8 @@ def test_unavailable_opencl_falls_back_to_backup(monkeypatch: pytest.MonkeyPatch
 
 
 def _onnx_cnn() -> Any:
-    """conv 1x1 -> ReLU6 (Clip) -> depthwise 3x3 -> conv 1x1 -> +x -> conv 3x3 s2 -> AveragePool -> Resize
-    (CPU only here) -> Concat -> Softmax(axis 1) -> Sigmoid."""
+    """conv 1x1 -> ReLU6 (Clip) -> depthwise 3x3 -> conv 1x1 -> +x -> conv 3x3 s2 -> AveragePool -> Resize ->
+    Concat -> Softmax(axis 1) -> Sigmoid -> ConvTranspose (no OpenCL kernel yet: runs on the CPU)."""
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(1)
@@ -89,10 +89,12 @@ def _onnx_cnn() -> Any:
         helper.make_node("Resize", ["ap", "", "sc"], ["up"], mode="nearest"),
         helper.make_node("Concat", ["up", "up"], ["cat"], axis=1),
         helper.make_node("Softmax", ["cat"], ["sm"], axis=1),
-        helper.make_node("Sigmoid", ["sm"], ["y"]),
+        helper.make_node("Sigmoid", ["sm"], ["sg"]),
+        helper.make_node("ConvTranspose", ["sg", "wt"], ["y"], strides=[2, 2]),
     ]
     inits = [w("w1", e, c, 1, 1), w("b1", e), w("wd", e, 1, 3, 3), w("bd", e), w("w2", c, e, 1, 1), w("b2", c),
-             w("ws", 3, c, 3, 3), w("bs", 3), numpy_helper.from_array(np.array(0, np.float32), "lo"),
+             w("ws", 3, c, 3, 3), w("bs", 3), w("wt", 6, 2, 2, 2),
+             numpy_helper.from_array(np.array(0, np.float32), "lo"),
              numpy_helper.from_array(np.array(6, np.float32), "hi"),
              numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "sc")]
     graph = helper.make_graph(nodes, "cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, 11, 11])],
@@ -147,10 +149,34 @@ def test_onnx_cnn_block_with_cpu_fallback(e2e: Any) -> None:
     by_type = {}
     for c in session.info()["commands"]:
         by_type.setdefault(c["type"], set()).add(c["backend"])
-    for op in ("Convolution", "ConvolutionDepthwise", "Pooling", "BinaryOp", "Softmax"):
+    for op in ("Convolution", "ConvolutionDepthwise", "Pooling", "BinaryOp", "Softmax", "Interp", "UnaryOp"):
         assert by_type.get(op) == {"opencl"}, (op, by_type)
-    assert by_type["Interp"] == {"cpu"}  # no OpenCL Interp yet: runs on the CPU with copies around it
+    assert by_type["Deconvolution"] == {"cpu"}  # no OpenCL kernel yet: on the CPU with a copy before it
     assert "Copy" in by_type
+
+
+def _onnx_layernorm_reduce(d: int = 16) -> Any:
+    """LayerNormalization -> MatMul -> Erf -> ReduceMean over the last axis (keepdims) -> Add."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(6)
+    nodes = [helper.make_node("LayerNormalization", ["x", "g", "b"], ["ln"], axis=-1),
+             helper.make_node("MatMul", ["ln", "w"], ["m"]),
+             helper.make_node("Erf", ["m"], ["e"]),
+             helper.make_node("ReduceMean", ["e"], ["r"], axes=[-1], keepdims=1),
+             helper.make_node("Add", ["e", "r"], ["y"])]
+    inits = [numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)
+             for name, shape in (("g", (d,)), ("b", (d,)), ("w", (d, 2 * d)))]
+    graph = helper.make_graph(nodes, "ln", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, d])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_onnx_layernorm_reduce_all_on_opencl(e2e: Any) -> None:
+    x = np.random.default_rng(7).standard_normal((2, 5, 16)).astype(np.float32)
+    session = _check_onnx(e2e, _onnx_layernorm_reduce(), x)
+    backends = {c["backend"] for c in session.info()["commands"]}
+    assert backends == {"opencl"}, session.info()["commands"]
 
 
 def test_onnx_attention_all_on_opencl(e2e: Any) -> None:
