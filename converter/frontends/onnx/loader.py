@@ -157,8 +157,8 @@ def load_onnx(source: str | Path | Any) -> Graph:
         shape = [-1 if d is None else d for d in shapes.get(inp.name, [])]
         elem = dtypes.get(inp.name, 1)
         dtype = ONNX_TO_MNN_DTYPE.get(elem, fb.DataType.DT_FLOAT)
-        if dtype == fb.DataType.DT_BOOL:
-            dtype = fb.DataType.DT_INT32
+        if dtype in (fb.DataType.DT_BOOL, fb.DataType.DT_INT8, fb.DataType.DT_UINT8):
+            dtype = fb.DataType.DT_INT32  # MNN's int8/uint8 tensors are for quantized kernels only
         graph.inputs[inp.name] = InputSpec(shape, dtype)
     graph.outputs = [out.name for out in model.graph.output]
     ctx = Context(graph, opset, shapes, dtypes)

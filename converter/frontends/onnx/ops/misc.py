@@ -11,15 +11,20 @@ from ..registry import onnx_op
 from .reduce import reduction
 
 
-@onnx_op("Round")
-def round_half_even(ctx: Context, node: OnnxNode) -> None:
-    """Round (half to even): r = floor(x + 0.5), minus 1 where x was a tie and r is odd."""
-    x = node.inputs[0]
+def round_half_even(ctx: Context, x: str, output: str | None = None) -> str:
+    """r = floor(x + 0.5), minus 1 where x was a tie and r is odd (MNN's ROUND rounds ties away from zero)."""
     r = ctx.unary(UN.FLOOR, ctx.binary(BIN.ADD, x, ctx.const(np.float32(0.5))))
     tie = ctx.binary(BIN.EQUAL, ctx.binary(BIN.SUB, r, x), ctx.const(np.float32(0.5)))
     odd = ctx.binary(BIN.EQUAL, ctx.binary(BIN.FLOORMOD, r, ctx.const(np.float32(2))), ctx.const(np.float32(1)))
     fix = ctx.binary(BIN.MUL, tie, odd)
-    ctx.emit(OP.Select, [fix, ctx.binary(BIN.SUB, r, ctx.const(np.float32(1))), r], node.outputs)
+    return ctx.out(OP.Select, [fix, ctx.binary(BIN.SUB, r, ctx.const(np.float32(1))), r],
+                   None if output is None else [output], name=None if output is not None else "Select")
+
+
+@onnx_op("Round")
+def round_op(ctx: Context, node: OnnxNode) -> None:
+    """Round (half to even)."""
+    round_half_even(ctx, node.inputs[0], node.outputs[0])
 
 
 @onnx_op("IsNaN")
