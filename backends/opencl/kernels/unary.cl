@@ -1,5 +1,6 @@
 // Elementwise unary ops over a buffer's physical elements; zero-padded NC4HW4 lanes stay zero.
-// op: MNN UnaryOpOperation numbers, plus 100 = leaky ReLU (slope a) and 101 = clamp to [a, b] (ReLU6).
+// op: MNN UnaryOpOperation numbers, plus 100 = leaky ReLU (slope a), 101 = clamp to [a, b] (ReLU6),
+// 102 = ELU (alpha a), 103 = Selu (alpha a, scale b).
 
 inline float unary_op(float x, int op, float a, float b) {
     switch (op) {
@@ -39,6 +40,8 @@ inline float unary_op(float x, int op, float a, float b) {
         case 34: return x / (1.0f + exp(-x));
         case 100: return x >= 0.0f ? x : x * a;
         case 101: return clamp(x, a, b);
+        case 102: return x > 0.0f ? x : a * expm1(x);
+        case 103: return b * (x > 0.0f ? x : a * expm1(x));
         default: return x;
     }
 }

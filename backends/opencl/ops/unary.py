@@ -1,4 +1,4 @@
-"""UnaryOp, ReLU (leaky), ReLU6 (clamp), Sigmoid and TanH: one elementwise kernel over physical elements."""
+"""UnaryOp, ReLU (leaky), ReLU6 (clamp), ELU, Selu, Sigmoid, TanH: one elementwise kernel over physical elements."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ..backend import opencl_kernel
 from ..execution import CLExecution, tensor_desc
 
 UNSUPPORTED = {fb.UnaryOpOperation.ERFINV}
-LEAKY_RELU, CLAMP = 100, 101
+LEAKY_RELU, CLAMP, ELU, SELU = 100, 101, 102, 103
 
 
 def _unary_code(op: Any) -> tuple[int, float, float]:
@@ -25,6 +25,11 @@ def _unary_code(op: Any) -> tuple[int, float, float]:
         lo = float(getattr(main, "minValue", 0.0)) if main is not None else 0.0
         hi = float(getattr(main, "maxValue", 6.0)) if main is not None else 6.0
         return CLAMP, lo, hi
+    if op.type == fb.OpType.ELU:
+        return ELU, float(main.alpha) if main is not None else 1.0, 1.0
+    if op.type == fb.OpType.Selu:
+        alpha = float(main.alpha) if main is not None else 1.6732632
+        return SELU, alpha, float(main.scale) if main is not None else 1.0507010
     if op.type == fb.OpType.Sigmoid:
         return fb.UnaryOpOperation.SIGMOID, 0.0, 0.0
     if op.type == fb.OpType.TanH:
@@ -33,7 +38,7 @@ def _unary_code(op: Any) -> tuple[int, float, float]:
 
 
 @opencl_kernel(fb.OpType.UnaryOp, fb.OpType.ReLU, fb.OpType.ReLU6, fb.OpType.Sigmoid, fb.OpType.TanH,
-               formats=("NC4HW4", "NCHW", "NHWC"))
+               fb.OpType.ELU, fb.OpType.Selu, formats=("NC4HW4", "NCHW", "NHWC"))
 class UnaryExecution(CLExecution):
     """`y = f(x)` elementwise; input and output share shape and layout."""
 
