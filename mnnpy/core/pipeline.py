@@ -102,6 +102,7 @@ def encode(net: Any, input_shapes: dict[int, tuple[int, ...]], keep: set[int], e
         output_names: outputs chosen by the config (MNN: `ScheduleConfig::path.outputs`), else the net's.
     """
     registry.load_core()
+    graphs = {str(sg.name): sg for sg in (getattr(net, "subgraphs", None) or [])}
     names = [str(n) for n in (net.tensorName or [])]
     n = len(names)
     g = Graph([None] * n, {}, [], [], [], names)
@@ -110,6 +111,8 @@ def encode(net: Any, input_shapes: dict[int, tuple[int, ...]], keep: set[int], e
         ins = [int(i) for i in np.asarray(op.inputIndexes if op.inputIndexes is not None else []).ravel()]
         outs = [int(i) for i in np.asarray(op.outputIndexes if op.outputIndexes is not None else []).ravel()]
         name = str(op.name or "")
+        if graphs and op.type in (OT.While, OT.If):
+            op.subgraphs = graphs  # control-flow ops find their bodies by name
         if op.type == OT.Input:
             g.descs[outs[0]] = _input_desc(op, input_shapes.get(outs[0]))
             g.inputs.append(outs[0])

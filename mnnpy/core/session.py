@@ -56,12 +56,13 @@ def _make_backend(name: str, config: dict[str, Any]) -> Backend:
 class Session:
     """One runnable instance of a net for a ScheduleConfig (MNN: `Session`)."""
 
-    def __init__(self, net: Any, config: dict[str, Any] | None = None) -> None:
+    def __init__(self, net: Any, config: dict[str, Any] | None = None,
+                 input_shapes: dict[int, tuple[int, ...]] | None = None) -> None:
         self.net = net
         self.config = dict(config or {})
         self.main = _make_backend(backend_name(self.config.get("backend", "CPU")), self.config)
         self.backup = self.main if self.main.name == "cpu" else registry.get_runtime("cpu").create_backend(self.config)
-        self.input_shapes: dict[int, tuple[int, ...]] = {}
+        self.input_shapes: dict[int, tuple[int, ...]] = dict(input_shapes or {})
         self.names = [str(n) for n in (net.tensorName or [])]
         self.save = {self.names.index(s) for s in self.config.get("saveTensors", ()) if s in self.names}
         self.output_paths = [str(s) for s in self.config.get("outputPaths", ()) or ()]

@@ -94,3 +94,17 @@ class Padding(CPUExecution):
             value = self.inputs[2].array if len(self.inputs) > 2 else 0
             kwargs["constant_values"] = np.asarray(value).ravel()[0] if np.size(value) else 0
         np.copyto(self.y.array, np.pad(x, self.widths, mode=self.mode, **kwargs)[self.crop])
+
+
+@cpu_kernel(OT.SliceTf)
+class SliceTf(CPUExecution):
+    """SliceTf whose begin is only known at run time (geometry handles the constant case)."""
+
+    algorithm = "slice"
+
+    def on_execute(self) -> None:
+        begin = np.asarray(self.inputs[1].array).ravel()
+        dims = self.x.desc.shape
+        index = tuple(slice(int(b) + (d if b < 0 else 0), int(b) + (d if b < 0 else 0) + n)
+                      for b, d, n in zip(begin, dims, self.y.desc.shape, strict=False))
+        np.copyto(self.y.array, self.x.array[index])

@@ -49,7 +49,9 @@ def slice_(op: Any, ins: list[TensorDesc], outs: list[TensorDesc], values: list)
 
 
 @geometry_fn(OT.SliceTf)
-def slicetf(op: Any, ins: list[TensorDesc], outs: list[TensorDesc], values: list) -> list[list[Region]]:
+def slicetf(op: Any, ins: list[TensorDesc], outs: list[TensorDesc], values: list) -> list[list[Region]] | None:
+    if values[1] is None:
+        return None  # runtime begin: the SliceTf kernel
     return [box_regions(ins[0].shape, slice_tf(ins[0].shape, values))]
 
 

@@ -103,8 +103,13 @@ def slice_(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
     return [same(x, (*x.shape[:axis], pts[i + 1] - pts[i], *x.shape[axis + 1:])) for i in range(n_out)]
 
 
-@shape_fn(OT.SliceTf, needs_values=(1, 2))
+@shape_fn(OT.SliceTf, needs_values=(2,))
 def slicetf(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
+    if values[1] is None:  # runtime begin: sizes must be explicit
+        sizes = ints(values[2])
+        if any(n < 0 for n in sizes):
+            raise ModelError(f"op {op.name!r}: SliceTf with a runtime begin needs explicit sizes, got {sizes}")
+        return [same(descs[0], sizes)]
     return [same(descs[0], [c for _, c, _ in slice_tf(descs[0].shape, values)])]
 
 

@@ -128,3 +128,23 @@ def test_bert_embedding_and_mask(e2e: object) -> None:
     ids = np.array([[3, 7, 29, 0, 5, 5]], np.int64)
     mask = np.array([[1, 1, 1, 1, 0, 0]], np.int64)
     e2e.check(bert_embedding_and_mask(), {"ids": ids, "mask": mask})
+
+
+def recurrent(kind: str, hidden: int = 4, features: int = 3, seq: int = 5) -> object:
+    rng = np.random.default_rng(8)
+    gates = 4 if kind == "LSTM" else 3
+    inits = [_w(rng, "W", 1, gates * hidden, features), _w(rng, "R", 1, gates * hidden, hidden),
+             _w(rng, "B", 1, 2 * gates * hidden)]
+    attrs = {"hidden_size": hidden} if kind == "LSTM" else {"hidden_size": hidden, "linear_before_reset": 1}
+    outs = ["y", "yh", "yc"] if kind == "LSTM" else ["y", "yh"]
+    node = h.make_node(kind, ["x", "W", "R", "B"], outs, **attrs)
+    return _model([node], [h.make_tensor_value_info("x", T.FLOAT, [seq, 1, features])],
+                  [h.make_tensor_value_info(o, T.FLOAT, None) for o in outs], inits, opset=13)
+
+
+def test_lstm_and_gru_run_as_while(e2e: object) -> None:
+    """The converter writes LSTM/GRU as While + body subgraph (ONNX Loop form); GRU with linear_before_reset=1
+    (the form its body computes)."""
+    x = np.random.default_rng(9).standard_normal((5, 1, 3)).astype(np.float32)
+    e2e.check(recurrent("LSTM"), {"x": x})
+    e2e.check(recurrent("GRU"), {"x": x})
