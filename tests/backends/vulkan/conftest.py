@@ -77,6 +77,20 @@ def run_op(vk_runtime: Any) -> Any:
     return make
 
 
+@pytest.fixture
+def run_cpu() -> Any:
+    """`run_cpu(...)`: the same driver on the CPU backend, the oracle for ops without a short numpy reference."""
+    from mnnpy.core import registry
+
+    runtime = registry.get_runtime("cpu")
+
+    def make(op_type: int, op: Any, inputs: Sequence[tuple[np.ndarray, str]],
+             out_descs: Sequence[TensorDesc]) -> OpRunner:
+        return OpRunner(runtime, op_type, op, inputs, out_descs)
+
+    return make
+
+
 def _make_op(op_type: int, param: Any = None) -> Any:
     from mnnpy.schema import mnn_generated as fb
 

@@ -36,7 +36,7 @@ def _op(op_type: int, name: str, inputs: list[int], outputs: list[int], param_ty
 
 
 def mixed_net(channels: int = 13) -> fb.NetT:
-    """x[1,3,6,5] -> conv 3x3 (13 ch) -> Reduction MEAN over H (CPU only) -> add to conv (broadcast) -> * const
+    """x[1,3,6,5] -> conv 3x3 (13 ch) -> CumSum over H (no Vulkan kernel: CPU) -> add to conv -> * const
     -> Softmax over channels."""
     inp = fb.InputT()
     inp.dims, inp.dtype, inp.dformat = [1, 3, 6, 5], fb.DataType.DT_FLOAT, fb.MNN_DATA_FORMAT.NC4HW4
@@ -48,8 +48,9 @@ def mixed_net(channels: int = 13) -> fb.NetT:
     conv.common = common
     conv.weight = RNG.standard_normal(channels * 27).astype(np.float32)
     conv.bias = RNG.standard_normal(channels).astype(np.float32)
-    red = fb.ReductionParamT()
-    red.operation, red.dim, red.keepDims = fb.ReductionType.MEAN, [2], True
+    axis_blob = fb.BlobT()
+    axis_blob.dims, axis_blob.dataType, axis_blob.dataFormat = [1], fb.DataType.DT_INT32, 0
+    axis_blob.int32s = np.array([2], np.int32)
     add = fb.BinaryOpT()
     add.opType = fb.BinaryOpOperation.ADD
     mul = fb.BinaryOpT()
@@ -60,11 +61,12 @@ def mixed_net(channels: int = 13) -> fb.NetT:
     axis = fb.AxisT()
     axis.axis = 1
     net = fb.NetT()
-    net.tensorName = ["x", "conv", "mean", "sum", "scale", "scaled", "y"]
+    net.tensorName = ["x", "conv", "cumsum", "sum", "scale", "scaled", "y", "axis"]
     net.oplists = [
         _op(fb.OpType.Input, "x", [], [0], fb.OpParameter.Input, inp),
         _op(fb.OpType.Convolution, "conv", [0], [1], fb.OpParameter.Convolution2D, conv),
-        _op(fb.OpType.Reduction, "mean", [1], [2], fb.OpParameter.ReductionParam, red),
+        _op(fb.OpType.Const, "axis", [], [7], fb.OpParameter.Blob, axis_blob),
+        _op(fb.OpType.CumSum, "cumsum", [1, 7], [2]),
         _op(fb.OpType.BinaryOp, "sum", [1, 2], [3], fb.OpParameter.BinaryOp, add),
         _op(fb.OpType.Const, "scale", [], [4], fb.OpParameter.Blob, blob),
         _op(fb.OpType.BinaryOp, "scaled", [3, 4], [5], fb.OpParameter.BinaryOp, mul),
