@@ -96,3 +96,43 @@ __kernel void dwconv2d(__global const float* x, __global const float4* wt, __glo
     }
     vstore4(activate4(acc, act), (cn * out.y + oh) * out.z + ow, y);
 }
+
+// Transposed convolution (gather form): output pixel (oh, ow) sums input pixels iy with iy * sh + ky * dh ==
+// oh + pad top (and the same along W). Same shapes and weight layout as conv2d; one output pixel per work item.
+__kernel void deconv2d(__global const float* x, __global const float4* wt, __global const float4* bias,
+                       __global float* y, int4 in, int4 out, int4 ks, int4 dp, int act) {
+    int ow = get_global_id(0);
+    int oh = get_global_id(1);
+    int ocn = get_global_id(2);
+    int n = in.x;
+    int ic4 = in.y;
+    int h = in.z;
+    int w = in.w;
+    if (ow >= out.z || oh >= out.y || ocn >= out.x * n) {
+        return;
+    }
+    int oc = ocn / n;
+    int b = ocn % n;
+    float4 acc = bias[oc];
+    for (int c = 0; c < ic4; ++c) {
+        __global const float* plane = x + ((size_t)(c * n + b) * h) * w * 4;
+        __global const float4* wc = wt + ((size_t)(oc * ic4 + c) * ks.x * ks.y) * 4;
+        for (int ky = 0; ky < ks.x; ++ky) {
+            int ty = oh + dp.z - ky * dp.x;
+            if (ty < 0 || ty % ks.z != 0 || ty / ks.z >= h) {
+                continue;
+            }
+            int iy = ty / ks.z;
+            for (int kx = 0; kx < ks.y; ++kx) {
+                int tx = ow + dp.w - kx * dp.y;
+                if (tx < 0 || tx % ks.w != 0 || tx / ks.w >= w) {
+                    continue;
+                }
+                float4 v = vload4(iy * w + tx / ks.w, plane);
+                __global const float4* wk = wc + (ky * ks.y + kx) * 4;
+                acc += v.x * wk[0] + v.y * wk[1] + v.z * wk[2] + v.w * wk[3];
+            }
+        }
+    }
+    vstore4(activate4(acc, act), (ocn * out.y + oh) * out.z + ow, y);
+}

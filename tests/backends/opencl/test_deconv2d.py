@@ -1,0 +1,75 @@
+"""Deconvolution / DeconvolutionDepthwise on OpenCL vs a direct (scatter) numpy transposed convolution."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from mnnpy.schema import mnn_generated as fb
+
+from .helpers import Harness, assert_close, make_op, rand
+
+
+def deconv_op(op_type: int, ic: int, oc: int, k: tuple[int, int], stride: tuple[int, int],
+              pads: tuple[int, int, int, int], dilation: tuple[int, int] = (1, 1), group: int = 1,
+              relu: bool = False, pad_mode: int = 0) -> fb.OpT:
+    rng = np.random.default_rng(ic * 7 + oc)
+    common = fb.Convolution2DCommonT()
+    common.kernelY, common.kernelX = k
+    common.strideY, common.strideX = stride
+    common.dilateY, common.dilateX = dilation
+    common.pads, common.padMode, common.group, common.relu = list(pads), pad_mode, group, relu
+    common.inputCount, common.outputCount = ic, oc
+    conv = fb.Convolution2DT()
+    conv.common = common
+    conv.weight = rng.standard_normal((ic, oc // group, *k)).astype(np.float32).ravel()
+    conv.bias = rng.standard_normal(oc).astype(np.float32)
+    return make_op(op_type, conv)
+
+
+def reference_deconv(x: np.ndarray, op: fb.OpT, group: int, out_hw: tuple[int, int],
+                     pads: tuple[int, int]) -> np.ndarray:
+    c = op.main.common
+    n, ic, h, w = x.shape
+    oc, (kh, kw), (sh, sw), (dh, dw) = c.outputCount, (c.kernelY, c.kernelX), (c.strideY, c.strideX), \
+        (c.dilateY, c.dilateX)
+    icg, ocg = ic // group, oc // group
+    weight = np.asarray(op.main.weight, np.float64).reshape(ic, ocg, kh, kw)
+    full = np.zeros((n, oc, (h - 1) * sh + (kh - 1) * dh + 1 + out_hw[0], (w - 1) * sw + (kw - 1) * dw + 1 + out_hw[1]))
+    for g in range(group):
+        xs = x[:, g * icg:(g + 1) * icg].astype(np.float64)
+        for i in range(kh):
+            for j in range(kw):
+                contrib = np.einsum("nchw,co->nohw", xs, weight[g * icg:(g + 1) * icg, :, i, j])
+                full[:, g * ocg:(g + 1) * ocg, i * dh:i * dh + (h - 1) * sh + 1:sh,
+                     j * dw:j * dw + (w - 1) * sw + 1:sw] += contrib
+    oh = full.shape[2] - out_hw[0]
+    ow = full.shape[3] - out_hw[1]
+    return full[:, :, pads[0]:oh, pads[1]:ow] + np.asarray(op.main.bias).reshape(1, -1, 1, 1)
+
+
+@pytest.mark.parametrize(("ic", "oc", "k", "stride", "pads", "dilation", "group"), [
+    (3, 13, (2, 2), (2, 2), (0, 0, 0, 0), (1, 1), 1),
+    (13, 3, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1),
+    (1, 5, (3, 2), (1, 2), (0, 1, 0, 1), (1, 1), 1),
+    (6, 4, (3, 3), (2, 1), (1, 0, 1, 0), (2, 1), 2),
+    (127, 3, (4, 4), (2, 2), (1, 1, 1, 1), (1, 1), 1),
+])
+def test_deconv(backend: object, ic: int, oc: int, k: tuple, stride: tuple, pads: tuple, dilation: tuple,
+                group: int) -> None:
+    x = rand((2, ic, 3, 4), seed=ic)
+    op = deconv_op(fb.OpType.Deconvolution, ic, oc, k, stride, pads, dilation, group)
+    expected = reference_deconv(x, op, group, (0, 0), pads[:2])
+    expected = expected[:, :, :expected.shape[2] - pads[2], :expected.shape[3] - pads[3]]
+    (y,) = Harness(backend).run(op.type, op, [x], ["NC4HW4"], [expected.shape])
+    assert_close(y, expected)
+
+
+@pytest.mark.parametrize("c", [1, 3, 13])
+def test_deconv_depthwise_relu(backend: object, c: int) -> None:
+    x = rand((1, c, 4, 3), seed=c)
+    op = deconv_op(fb.OpType.DeconvolutionDepthwise, c, c, (3, 3), (2, 2), (1, 1, 1, 1), group=c, relu=True)
+    expected = reference_deconv(x, op, c, (0, 0), (1, 1))
+    expected = np.maximum(expected[:, :, :expected.shape[2] - 1, :expected.shape[3] - 1], 0)
+    (y,) = Harness(backend).run(op.type, op, [x], ["NC4HW4"], [expected.shape])
+    assert_close(y, expected)
+
