@@ -82,7 +82,9 @@ def blob_value(blob: Any) -> np.ndarray:
     return np.zeros(dims, dtype=dtype)
 
 
-def _input_desc(op: Any, override: tuple[int, ...] | None) -> TensorDesc:
+def _input_desc(op: Any, override: tuple[int, ...] | TensorDesc | None) -> TensorDesc:
+    if isinstance(override, TensorDesc):  # control-flow bodies take their parent's shape and dtype
+        return override
     p = op.main
     dims = [int(d) for d in np.asarray(p.dims).ravel()] if p is not None and p.dims is not None else []
     shape = tuple(override) if override is not None else tuple(1 if d < 0 else d for d in dims)

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from mnnpy.core.ir import NCHW, TensorDesc
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.errors import ModelError
 
@@ -40,7 +41,7 @@ def _const_op(name_index: int, value: np.ndarray, name: str) -> Any:
     return op
 
 
-def while_session(op: Any, in_shapes: list[tuple[int, ...]], config: dict[str, Any] | None = None,
+def while_session(op: Any, in_descs: list[TensorDesc], config: dict[str, Any] | None = None,
                   in_values: list[np.ndarray | None] | None = None) -> Any:
     """A Session of a While op's body (ONNX Loop form: M, cond, carried...).
 
@@ -53,17 +54,51 @@ def while_session(op: Any, in_shapes: list[tuple[int, ...]], config: dict[str, A
     if p is None or not p.bodyGraph:
         raise ModelError(f"op {op.name!r}: While without a body graph is not supported")
     net = body_net(op, p.bodyGraph)
-    if len(net.body_inputs) != len(in_shapes):
-        raise ModelError(f"op {op.name!r}: body takes {len(net.body_inputs)} inputs, the op has {len(in_shapes)}")
-    values = in_values or [None] * len(in_shapes)
+    if len(net.body_inputs) != len(in_descs):
+        raise ModelError(f"op {op.name!r}: body takes {len(net.body_inputs)} inputs, the op has {len(in_descs)}")
+    values = in_values or [None] * len(in_descs)
     net.const_inputs = set()
-    for k in range(2, len(in_shapes)):
+    for k in range(2, len(in_descs)):
         idx = net.body_inputs[k]
         passthrough = k - 1 < len(net.body_outputs) and net.body_outputs[k - 1] == idx
         if passthrough and values[k] is not None:
             net.oplists = [o for o in net.oplists if not (o.type == fb.OpType.Input and idx in o.outputIndexes)]
             net.oplists.insert(0, _const_op(idx, np.asarray(values[k]), net.tensorName[idx]))
             net.const_inputs.add(idx)
-    shapes = {net.body_inputs[0]: (), net.body_inputs[1]: ()}
-    shapes.update({i: s for i, s in zip(net.body_inputs[2:], in_shapes[2:], strict=True)})
+    i32 = np.dtype(np.int32)
+    shapes: dict[int, TensorDesc] = {net.body_inputs[0]: TensorDesc((), i32), net.body_inputs[1]: TensorDesc((), i32)}
+    shapes.update({i: d.with_(fmt=NCHW) for i, d in zip(net.body_inputs[2:], in_descs[2:], strict=True)})
     return Session(net, {**(config or {}), "backend": "CPU", "outputPaths": []}, shapes)
+
+
+def _names(vec: Any) -> list[str]:
+    data = getattr(vec, "data", None) or []
+    return [d.decode() if isinstance(d, bytes) else str(d) for d in data]
+
+
+def if_branch_session(op: Any, branch: int, in_descs: list[TensorDesc],
+                      in_values: list[np.ndarray | None], config: dict[str, Any] | None = None) -> tuple[Any, dict]:
+    """A Session of one If branch (0 = then, 1 = else) and the map op input position -> body tensor index.
+
+    MNN's IfParam names, per op input, the body inputs it feeds (`aliasesInputs`) and, per op output, the
+    [then, else] body tensors that produce it (`aliasesOutputs`).
+    """
+    from mnnpy.core.session import Session
+
+    p = op.main
+    net = body_net(op, p.thenGraph if branch == 0 else p.elseGraph)
+    outs = [_names(v) for v in (p.aliasesOutputs or [])]
+    net.outputName = [o[branch] if len(o) > branch else o[0] for o in outs]
+    feeds: dict[int, list[int]] = {}
+    for k, vec in enumerate(p.aliasesInputs or []):
+        feeds[k] = [net.tensorName.index(n) for n in _names(vec) if n in net.tensorName]
+    shapes, net.const_inputs = {}, set()
+    for k, idxs in feeds.items():
+        for idx in idxs:
+            if in_values[k] is not None:
+                net.oplists = [o for o in net.oplists if not (o.type == fb.OpType.Input and idx in o.outputIndexes)]
+                net.oplists.insert(0, _const_op(idx, np.asarray(in_values[k]), net.tensorName[idx]))
+                net.const_inputs.add(idx)
+            else:
+                shapes[idx] = in_descs[k].with_(fmt=NCHW)
+    return Session(net, {**(config or {}), "backend": "CPU", "outputPaths": []}, shapes), feeds

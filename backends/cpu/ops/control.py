@@ -16,7 +16,7 @@ class While(CPUExecution):
 
     def on_resize(self) -> None:
         values = [np.asarray(r.array) if r.const else None for r in self.inputs]
-        self.body = while_session(self.op, [r.desc.shape for r in self.inputs], self.backend.config, values)
+        self.body = while_session(self.op, [r.desc for r in self.inputs], self.backend.config, values)
         g = self.body.graph
         self.body_in = [g.inputs[k] for k in range(len(g.inputs))]
         self.body_out = list(g.outputs)
@@ -50,3 +50,27 @@ class While(CPUExecution):
     def body_inputs(self) -> list[int]:
         """Body input tensor indices in the subgraph's declared order (i, cond, carried...)."""
         return list(self.body.net.body_inputs)
+
+
+@cpu_kernel(fb.OpType.If)
+class If(CPUExecution):
+    """Runs the then/else branch Session chosen by the condition (both prepared in on_resize)."""
+
+    def on_resize(self) -> None:
+        from mnnpy.core.subgraph import if_branch_session
+
+        values = [np.asarray(r.array) if r.const else None for r in self.inputs]
+        descs = [r.desc for r in self.inputs]
+        self.branches = [if_branch_session(self.op, b, descs, values, self.backend.config) for b in (0, 1)]
+        self.algorithm = "if"
+
+    def on_execute(self) -> None:
+        cond = bool(np.asarray(self.inputs[0].array).ravel()[0])
+        body, feeds = self.branches[0 if cond else 1]
+        for k, idxs in feeds.items():
+            for idx in idxs:
+                if idx not in body.net.const_inputs:
+                    body.write(idx, np.asarray(self.inputs[k].array))
+        body.run()
+        for ref, i in zip(self.outputs, body.graph.outputs, strict=True):
+            np.copyto(ref.array, body.read(i).reshape(ref.desc.shape), casting="unsafe")

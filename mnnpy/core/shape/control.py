@@ -20,9 +20,23 @@ def while_(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
     trips = int(np.asarray(values[0]).ravel()[0])
     if trips < 0:
         raise ModelError(f"op {op.name!r}: While needs a known trip count")
-    body = while_session(op, [d.shape for d in descs], in_values=values)
+    body = while_session(op, descs, in_values=values)
     outs = [body.graph.descs[i] for i in body.graph.outputs]
     carried = len(descs) - 2
     result = [TensorDesc(d.shape, d.dtype, NCHW) for d in descs[2:]]
     result += [TensorDesc((trips, *d.shape), d.dtype, NCHW) for d in outs[1 + carried:]]
     return result
+
+
+@shape_fn(OT.If)
+def if_(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
+    from mnnpy.core.subgraph import if_branch_session
+
+    branches = [0 if np.asarray(values[0]).ravel()[0] else 1] if values[0] is not None else [0, 1]
+    results = []
+    for b in branches:
+        body, _ = if_branch_session(op, b, descs, values)
+        results.append([body.graph.descs[i] for i in body.graph.outputs])
+    if len(results) == 2 and [d.shape for d in results[0]] != [d.shape for d in results[1]]:
+        raise ModelError(f"op {op.name!r}: If branches give different shapes and the condition is not constant")
+    return [TensorDesc(d.shape, d.dtype, NCHW) for d in results[0]]
