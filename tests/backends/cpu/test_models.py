@@ -154,11 +154,13 @@ def if_model() -> object:
     two = nh.from_array(np.array(2, np.float32), "two")
     then_g = h.make_graph([h.make_node("Mul", ["x", "two"], ["t"])], "then", [],
                           [h.make_tensor_value_info("t", T.FLOAT, None)], [two])
-    else_g = h.make_graph([h.make_node("Neg", ["x"], ["e"])], "else", [], [h.make_tensor_value_info("e", T.FLOAT, None)])
+    else_g = h.make_graph([h.make_node("Neg", ["x"], ["e"])], "else", [],
+                          [h.make_tensor_value_info("e", T.FLOAT, None)])
     nodes = [h.make_node("ReduceSum", ["x"], ["s"], keepdims=0), h.make_node("Greater", ["s", "zero"], ["c"]),
              h.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)]
-    return _model(nodes, [h.make_tensor_value_info("x", T.FLOAT, [2, 3])], [h.make_tensor_value_info("y", T.FLOAT, None)],
-                  [nh.from_array(np.array(0, np.float32), "zero")], opset=13)
+    return _model(nodes, [h.make_tensor_value_info("x", T.FLOAT, [2, 3])],
+                  [h.make_tensor_value_info("y", T.FLOAT, None)], [nh.from_array(np.array(0, np.float32), "zero")],
+                  opset=13)
 
 
 def test_if_with_runtime_condition(e2e: object) -> None:
