@@ -22,6 +22,7 @@ Feature maps are NC4HW4 as `[N][ceil(C/4)][H*W][4]` (same as the CPU backend and
 from __future__ import annotations
 
 import struct
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -147,6 +148,13 @@ class VulkanBackend(Backend):
         self._forget_recording()
         self._arena = None
         self._chunks = {}
+
+    def __del__(self) -> None:
+        if sys.is_finalizing() or not hasattr(self, "_recorded") or not self._recorded:
+            return
+        cbs = list(self._recorded.values())
+        vk.vkFreeCommandBuffers(self.vdev.device, self.vdev.command_pool, len(cbs), cbs)
+        self._recorded = {}
 
     def binding(self, tensor: TensorRef) -> tuple[Binding, bool]:
         """The device range holding a tensor, and whether it is a mirror of another backend's tensor.

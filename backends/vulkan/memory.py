@@ -32,6 +32,7 @@ class DeviceBuffer:
     """
 
     _next_uid = 0
+    live = 0  # buffers not yet released (leak checks)
 
     def __init__(self, vdev: Any, size: int, counters: dict[str, int]) -> None:
         self.size = max(16, (int(size) + 15) // 16 * 16)
@@ -49,6 +50,7 @@ class DeviceBuffer:
         del mapped
         DeviceBuffer._next_uid += 1
         self.uid = DeviceBuffer._next_uid
+        DeviceBuffer.live += 1
         counters["allocations"] += 1
 
     def array(self, offset: int, dtype: Any, shape: tuple[int, ...]) -> np.ndarray:
@@ -69,6 +71,7 @@ class DeviceBuffer:
         vk.vkDestroyBuffer(self._device, self.handle, None)
         vk.vkFreeMemory(self._device, self.memory, None)
         self.handle = None
+        DeviceBuffer.live -= 1
 
     def __del__(self) -> None:
         self.release()

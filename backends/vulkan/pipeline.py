@@ -8,6 +8,7 @@ same SPIR-V serves every work-group size.
 from __future__ import annotations
 
 import struct
+import sys
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -153,7 +154,11 @@ class DescriptorAllocator:
         self._used = self.SETS_PER_POOL
 
     def close(self) -> None:
-        """Destroy the pools."""
+        """Destroy the pools (their sets must no longer be in use)."""
         for pool in self._pools:
             vk.vkDestroyDescriptorPool(self.device, pool, None)
         self._pools = []
+
+    def __del__(self) -> None:
+        if not sys.is_finalizing():
+            self.close()

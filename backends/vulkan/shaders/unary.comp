@@ -1,7 +1,8 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // Elementwise unary op over the physical buffer (same layout in and out). Op codes: MNN's UnaryOpOperation,
-// plus 100 = leaky ReLU (param0 = slope) and 101 = clamp (ReLU6: param0 = min, param1 = max).
+// plus 100 = leaky ReLU (param0 = slope), 101 = clamp (ReLU6: param0 = min, param1 = max) and
+// 102 = ELU / Selu (param0 = alpha, param1 = scale).
 // For NC4HW4 the padded channels are written as zero so that later reductions over vec4 stay finite.
 layout(local_size_x_id = 0) in;
 layout(std430, binding = 0) readonly buffer In { float x_in[]; };
@@ -62,6 +63,7 @@ float apply(int op, float x) {
     if (op == 34) return x / (1.0 + exp(-x));
     if (op == 100) return x > 0.0 ? x : x * p.param0;
     if (op == 101) return clamp(x, p.param0, p.param1);
+    if (op == 102) return p.param1 * (x > 0.0 ? x : p.param0 * (exp(min(x, 0.0)) - 1.0));
     return x;
 }
 

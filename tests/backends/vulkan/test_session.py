@@ -118,3 +118,20 @@ def test_cpu_fallback_in_the_middle(vk_runtime: Any, channels: int) -> None:
         backends = [c["backend"] for c in session.info()["commands"]]
         assert "cpu" in backends and "vulkan" in backends
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_many_sessions_do_not_leak_device_memory(vk_runtime: Any) -> None:
+    import gc
+
+    from mnnpy.backends.vulkan.memory import DeviceBuffer
+
+    net, _ = scratch_cnn(seed=2)
+    data = net_to_bytes(net)
+    x = RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    _run(data, "VULKAN", x)
+    gc.collect()
+    base = DeviceBuffer.live
+    for _ in range(30):
+        _run(data, "VULKAN", x)
+    gc.collect()
+    assert DeviceBuffer.live <= base
