@@ -1,6 +1,11 @@
+// Element type: float by default, int with the build option -DT=int (int32 tensors: shapes, indices, masks).
+#ifndef T
+#define T float
+#endif
+
 // Region copy: dst[dv.x + z*dv.y + y*dv.z + x*dv.w] = src[sv.x + z*sv.y + y*sv.z + x*sv.w] in logical index
 // space; sdesc/ddesc map logical indices to the buffers' physical layouts. Global size (size.z, size.y, size.x).
-__kernel void raster(__global const float* src, __global float* dst, int4 sdesc, int4 ddesc, int4 sv, int4 dv,
+__kernel void raster(__global const T* src, __global T* dst, int4 sdesc, int4 ddesc, int4 sv, int4 dv,
                      int4 size) {
     int x = get_global_id(0);
     int y = get_global_id(1);
@@ -14,7 +19,7 @@ __kernel void raster(__global const float* src, __global float* dst, int4 sdesc,
 }
 
 // Fast path: plain to plain with unit x strides, four elements per work item.
-__kernel void raster_plain(__global const float* src, __global float* dst, int4 sv, int4 dv, int4 size) {
+__kernel void raster_plain(__global const T* src, __global T* dst, int4 sv, int4 dv, int4 size) {
     int x = get_global_id(0) * 4;
     int y = get_global_id(1);
     int z = get_global_id(2);
@@ -33,7 +38,7 @@ __kernel void raster_plain(__global const float* src, __global float* dst, int4 
 }
 
 // Index gather: dst[didx[i]] = src[sidx[i]] (logical indices), for mappings no 3-D region expresses.
-__kernel void gather(__global const float* src, __global float* dst, int4 sdesc, int4 ddesc,
+__kernel void gather(__global const T* src, __global T* dst, int4 sdesc, int4 ddesc,
                      __global const int* sidx, __global const int* didx, int count) {
     int i = get_global_id(0);
     if (i >= count) {

@@ -35,11 +35,14 @@ class RasterExecution(CLExecution):
     """One launch per region (after an optional zero fill)."""
 
     algorithm = "raster"
+    dtypes = (np.dtype(np.float32), np.dtype(np.int32))
 
     @classmethod
     def supports(cls, op: Any, inputs: list[TensorRef], outputs: list[TensorRef]) -> bool:
         regions, gathers, _ = raster_spec(op)
-        return len(outputs) == 1 and all(0 <= int(r.origin) < len(inputs) for r in (*regions, *gathers))
+        if len(outputs) != 1 or any(t.desc.dtype != outputs[0].desc.dtype for t in inputs):
+            return False
+        return all(0 <= int(r.origin) < len(inputs) for r in (*regions, *gathers))
 
     def encode(self) -> None:
         y = self.outputs[0]
@@ -49,6 +52,7 @@ class RasterExecution(CLExecution):
         if not full or has_channel_tail(y):
             self.fill_zero(y)
         ydesc = tensor_desc(y)
+        options = "-DT=int" if y.desc.dtype == np.int32 else ""
         for region in regions:
             x = self.inputs[int(region.origin)]
             xdesc = tensor_desc(x)
@@ -59,10 +63,10 @@ class RasterExecution(CLExecution):
             plain = x.desc.fmt != NC4HW4 and y.desc.fmt != NC4HW4
             if plain and region.src.stride[2] == 1 and region.dst.stride[2] == 1 and xx >= 4:
                 args = [self.buf(x), self.buf(y), sv, dv, size]
-                self.launch("raster", "raster_plain", args, (-(-xx // 4), yy, z))
+                self.launch("raster", "raster_plain", args, (-(-xx // 4), yy, z), options=options)
             else:
                 args = [self.buf(x), self.buf(y), xdesc, ydesc, sv, dv, size]
-                self.launch("raster", "raster", args, (xx, yy, z))
+                self.launch("raster", "raster", args, (xx, yy, z), options=options)
 
         for gather in gathers:
             x = self.inputs[int(gather.origin)]
@@ -70,4 +74,4 @@ class RasterExecution(CLExecution):
             src_idx = self.constant(np.asarray(gather.src_idx, dtype=np.int32).reshape(-1))
             dst_idx = self.constant(np.asarray(gather.dst_idx, dtype=np.int32).reshape(-1))
             args = [self.buf(x), self.buf(y), tensor_desc(x), ydesc, src_idx, dst_idx, np.int32(count)]
-            self.launch("raster", "gather", args, (count,))
+            self.launch("raster", "gather", args, (count,), options=options)

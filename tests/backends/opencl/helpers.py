@@ -30,16 +30,17 @@ class Harness:
         self.backend = backend
         self.refs: list[TensorRef] = []
 
-    def tensor(self, shape: Sequence[int], fmt: str = NCHW) -> TensorRef:
-        ref = TensorRef(len(self.refs), TensorDesc(tuple(shape), np.float32, fmt), name=f"t{len(self.refs)}")
+    def tensor(self, shape: Sequence[int], fmt: str = NCHW, dtype: Any = np.float32) -> TensorRef:
+        ref = TensorRef(len(self.refs), TensorDesc(tuple(shape), dtype, fmt), name=f"t{len(self.refs)}")
         self.refs.append(ref)
         return ref
 
     def run(self, op_type: int, op: Any, inputs: Sequence[np.ndarray], in_fmts: Sequence[str],
-            out_shapes: Sequence[Sequence[int]], out_fmt: str = NC4HW4, runs: int = 1) -> list[np.ndarray]:
+            out_shapes: Sequence[Sequence[int]], out_fmt: str = NC4HW4, runs: int = 1,
+            out_dtype: Any = np.float32) -> list[np.ndarray]:
         """Create, plan, resize and execute one op; return the outputs as logical arrays."""
-        ins = [self.tensor(x.shape, f) for x, f in zip(inputs, in_fmts, strict=True)]
-        outs = [self.tensor(s, out_fmt) for s in out_shapes]
+        ins = [self.tensor(x.shape, f, x.dtype) for x, f in zip(inputs, in_fmts, strict=True)]
+        outs = [self.tensor(s, out_fmt, out_dtype) for s in out_shapes]
         execution = self.create(op_type, op, ins, outs)
         assert execution is not None, f"on_create returned None for op type {op_type}"
         self.resize([execution], ins, outs)
