@@ -165,3 +165,45 @@ def test_bad_reshape_is_a_model_error() -> None:
     nb.outputs("y")
     with pytest.raises(ModelError, match="bad_reshape"):
         Session(nb.net)
+
+
+def resnet18(hw: int = 224) -> Any:
+    """ResNet-18's layer structure (random weights, BN folded away)."""
+    rng = np.random.default_rng(11)
+    inits, nodes, count = [], [], [0]
+
+    def conv(x: str, cin: int, cout: int, k: int, s: int, relu: bool = True) -> str:
+        count[0] += 1
+        n = f"c{count[0]}"
+        w = (rng.standard_normal((cout, cin, k, k)) / np.sqrt(cin * k * k)).astype(np.float32)
+        inits.extend([nh.from_array(w, n + "w"), nh.from_array(np.zeros(cout, np.float32), n + "b")])
+        nodes.append(h.make_node("Conv", [x, n + "w", n + "b"], [n], strides=[s, s], pads=[k // 2] * 4))
+        if not relu:
+            return n
+        nodes.append(h.make_node("Relu", [n], [n + "r"]))
+        return n + "r"
+
+    x = conv("x", 3, 64, 7, 2)
+    nodes.append(h.make_node("MaxPool", [x], ["mp"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]))
+    x, cin = "mp", 64
+    for cout, s in [(64, 1), (64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2), (512, 1)]:
+        b = conv(conv(x, cin, cout, 3, s), cout, cout, 3, 1, relu=False)
+        sc = x if (s == 1 and cin == cout) else conv(x, cin, cout, 1, s, relu=False)
+        nodes += [h.make_node("Add", [b, sc], [b + "a"]), h.make_node("Relu", [b + "a"], [b + "o"])]
+        x, cin = b + "o", cout
+    nodes += [h.make_node("GlobalAveragePool", [x], ["g"]), h.make_node("Flatten", ["g"], ["f"]),
+              h.make_node("Gemm", ["f", "fc"], ["y"], transB=1)]
+    inits.append(nh.from_array((rng.standard_normal((1000, 512)) * 0.01).astype(np.float32), "fc"))
+    graph = h.make_graph(nodes, "r18", [h.make_tensor_value_info("x", T.FLOAT, [1, 3, hw, hw])],
+                         [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
+
+
+def test_resnet18_arena_under_40_percent(e2e: Any) -> None:
+    x = np.random.default_rng(12).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    model = resnet18()
+    interp = MNN.Interpreter(str(e2e.convert(model)))
+    s = interp.createSession()
+    np.testing.assert_allclose(_run(interp, s, x), e2e.ort(model, {"x": x})["y"], rtol=1e-4, atol=1e-5)
+    mem = s.info()["memory"]
+    assert mem["arena_bytes"] < 0.4 * mem["tensor_bytes"], mem
