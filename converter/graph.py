@@ -47,6 +47,7 @@ class Graph:
     inputs: dict[str, InputSpec] = field(default_factory=dict)
     outputs: list[str] = field(default_factory=list)
     constants: dict[str, np.ndarray] = field(default_factory=dict)
+    ranks: dict[str, int] = field(default_factory=dict)  # static ranks known from the source model (hints)
     _counter: itertools.count = field(default_factory=lambda: itertools.count(1), repr=False)
     _names: set[str] = field(default_factory=set, repr=False)
 

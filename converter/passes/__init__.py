@@ -9,12 +9,17 @@ from collections.abc import Callable
 
 from ..graph import Graph
 from . import (
+    dedupe,
     fold_constants,
+    fuse_gelu,
+    fuse_relu_into_binary,
     fuse_relu_into_conv,
     fuse_scale_into_conv,
     layout,
+    matmul_to_conv,
     remove_dead,
     remove_identity,
+    transpose,
 )
 
 Pass = Callable[[Graph], int]
@@ -23,8 +28,14 @@ PIPELINE: list[tuple[str, Pass]] = [
     (remove_identity.NAME, remove_identity.apply),
     (fold_constants.NAME, fold_constants.apply),
     (remove_dead.NAME, remove_dead.apply),
+    (dedupe.NAME, dedupe.apply),
+    (fuse_gelu.NAME, fuse_gelu.apply),
+    (transpose.NAME, transpose.apply),
     (fuse_scale_into_conv.NAME, fuse_scale_into_conv.apply),
     (fuse_relu_into_conv.NAME, fuse_relu_into_conv.apply),
+    (fuse_relu_into_binary.NAME, fuse_relu_into_binary.apply),
+    (matmul_to_conv.NAME, matmul_to_conv.apply),
+    (dedupe.NAME, dedupe.apply),
     (layout.NAME, layout.apply),
     (remove_dead.NAME, remove_dead.apply),
 ]

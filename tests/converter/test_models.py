@@ -19,7 +19,7 @@ def test_resnet_block(tmp_path: Path) -> None:
     net = check_model(model, feeds, tmp_path)
     types = _types(net)
     assert fb.OpType.Scale not in types and fb.OpType.ReLU not in types[:3]  # BN and stem relu fused into conv
-    assert types.count(fb.OpType.Convolution) == 6
+    assert types.count(fb.OpType.Convolution) == 7  # 6 convs + the fc (const-B MatMul -> 1x1 conv)
 
 
 def test_mobilenet_v2_block(tmp_path: Path) -> None:
@@ -35,6 +35,10 @@ def test_encoder_layer(tmp_path: Path) -> None:
     model, feeds = encoder_layer_model()
     net = check_model(model, feeds, tmp_path)
     assert fb.OpType.LayerNorm in _types(net)
+    gelu = [op for op in net.oplists
+            if op.type == fb.OpType.UnaryOp and op.main.opType == fb.UnaryOpOperation.GELU_STANDARD]
+    assert len(gelu) == 1  # the Erf form was recognised
+    assert _types(net).count(fb.OpType.Convolution) == 6  # const-B MatMuls became 1x1 convolutions
 
 
 def test_encoder_layer_other_shape(tmp_path: Path) -> None:

@@ -6,12 +6,17 @@ import numpy as np
 from mnnpy.converter.graph import Graph, InputSpec
 from mnnpy.converter.passes import (
     PIPELINE,
+    dedupe,
     fold_constants,
+    fuse_gelu,
+    fuse_relu_into_binary,
     fuse_relu_into_conv,
     fuse_scale_into_conv,
     layout,
+    matmul_to_conv,
     remove_dead,
     remove_identity,
+    transpose,
 )
 from mnnpy.schema import mnn_generated as fb
 
@@ -156,3 +161,95 @@ def test_remove_dead_drops_unused_ops_and_constants() -> None:
     graph.outputs = ["y"]
     assert remove_dead.apply(graph) == 1
     assert not graph.constants
+
+
+def _binary_node(graph: Graph, op: int, a: str, b: str, out: str) -> None:
+    param = fb.BinaryOpT()
+    param.opType = op
+    graph.add(OP.BinaryOp, [a, b], [out], fb.OpParameter.BinaryOp, param)
+
+
+def _permute(graph: Graph, x: str, perm: list[int], out: str) -> None:
+    param = fb.PermuteT()
+    param.dims = perm
+    graph.add(OP.Permute, [x], [out], fb.OpParameter.Permute, param)
+
+
+def test_transpose_pairs_compose_and_cancel() -> None:
+    graph = _graph()
+    _permute(graph, "x", [0, 2, 3, 1], "a")
+    _permute(graph, "a", [0, 3, 1, 2], "y")
+    graph.outputs = ["y"]
+    assert transpose.apply(graph) >= 2
+    assert [n.op_type for n in graph.nodes] == [OP.Identity]  # x -> y only: kept as Identity for the output name
+    graph = _graph()
+    _permute(graph, "x", [0, 2, 1, 3], "a")
+    _permute(graph, "a", [0, 1, 3, 2], "y")
+    graph.outputs = ["y"]
+    transpose.apply(graph)
+    assert len(graph.nodes) == 1 and list(graph.nodes[0].param.dims) == [0, 2, 3, 1]
+    x = np.arange(24).reshape(1, 2, 3, 4)
+    assert np.array_equal(x.transpose(0, 2, 1, 3).transpose(0, 1, 3, 2), x.transpose(graph.nodes[0].param.dims))
+
+
+def test_transpose_folds_into_matmul_flag() -> None:
+    graph = _graph()
+    graph.inputs["z"] = InputSpec([1, 3, 5, 4])
+    _permute(graph, "z", [0, 1, 3, 2], "zt")
+    graph.add(OP.MatMul, ["x", "zt"], ["y"], fb.OpParameter.MatMul, fb.MatMulT())
+    graph.outputs = ["y"]
+    assert transpose.apply(graph) == 1
+    assert graph.nodes[0].inputs == ["x", "z"] and graph.nodes[0].param.transposeB
+
+
+def test_fuse_relu_into_binary() -> None:
+    graph = _graph()
+    _binary_node(graph, fb.BinaryOpOperation.ADD, "x", "x", "s")
+    graph.add(OP.ReLU, ["s"], ["y"], fb.OpParameter.Relu, fb.ReluT())
+    graph.outputs = ["y"]
+    assert fuse_relu_into_binary.apply(graph) == 1
+    assert graph.nodes[0].param.activationType == 1 and graph.nodes[0].outputs == ["y"]
+
+
+def test_matmul_to_conv_folds_bias() -> None:
+    graph = _graph()
+    graph.inputs["x"] = InputSpec([5, 6])
+    graph.constants["w"] = np.ones((6, 3), np.float32)
+    graph.constants["b"] = np.arange(3, dtype=np.float32)
+    graph.add(OP.MatMul, ["x", "w"], ["m"], fb.OpParameter.MatMul, fb.MatMulT())
+    _binary_node(graph, fb.BinaryOpOperation.ADD, "m", "b", "y")
+    graph.outputs = ["y"]
+    assert matmul_to_conv.apply(graph, {"x": 2}) == 1
+    types = [n.op_type for n in graph.nodes]
+    assert types == [OP.Reshape, OP.Convolution, OP.Reshape]
+    conv = graph.nodes[1].param
+    assert conv.common.outputCount == 3 and conv.common.inputCount == 6 and list(conv.bias) == [0, 1, 2]
+    assert graph.nodes[-1].outputs == ["y"]
+
+
+def test_fuse_gelu_erf_form() -> None:
+    graph = _graph()
+    graph.constants.update({"r2": np.float32(np.sqrt(2)), "one": np.float32(1), "half": np.float32(0.5)})
+    _binary_node(graph, fb.BinaryOpOperation.REALDIV, "x", "r2", "d")
+    erf = fb.UnaryOpT()
+    erf.opType = fb.UnaryOpOperation.ERF
+    graph.add(OP.UnaryOp, ["d"], ["e"], fb.OpParameter.UnaryOp, erf)
+    _binary_node(graph, fb.BinaryOpOperation.ADD, "e", "one", "a")
+    _binary_node(graph, fb.BinaryOpOperation.MUL, "x", "a", "m")
+    _binary_node(graph, fb.BinaryOpOperation.MUL, "m", "half", "y")
+    graph.outputs = ["y"]
+    assert fuse_gelu.apply(graph) == 1
+    remove_dead.apply(graph)
+    assert len(graph.nodes) == 1 and graph.nodes[0].param.opType == fb.UnaryOpOperation.GELU_STANDARD
+    assert graph.nodes[0].inputs == ["x"] and graph.nodes[0].outputs == ["y"]
+
+
+def test_dedupe_merges_identical_ops_and_constants() -> None:
+    graph = _graph()
+    graph.constants.update({"c1": np.float32(2), "c2": np.float32(2)})
+    _binary_node(graph, fb.BinaryOpOperation.MUL, "x", "c1", "a")
+    _binary_node(graph, fb.BinaryOpOperation.MUL, "x", "c2", "b")
+    _binary_node(graph, fb.BinaryOpOperation.ADD, "a", "b", "y")
+    graph.outputs = ["y"]
+    assert dedupe.apply(graph) == 2
+    assert len(graph.nodes) == 2 and graph.nodes[1].inputs == ["a", "a"] and list(graph.constants) == ["c1"]

@@ -161,6 +161,7 @@ def load_onnx(source: str | Path | Any) -> Graph:
             dtype = fb.DataType.DT_INT32  # MNN's int8/uint8 tensors are for quantized kernels only
         graph.inputs[inp.name] = InputSpec(shape, dtype)
     graph.outputs = [out.name for out in model.graph.output]
+    graph.ranks = {name: len(shape) for name, shape in shapes.items()}
     ctx = Context(graph, opset, shapes, dtypes)
     graph.reserve([name for proto in model.graph.node for name in list(proto.output) + list(proto.input)])
     for i, proto in enumerate(model.graph.node):
