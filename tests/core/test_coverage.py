@@ -13,7 +13,8 @@ NEEDED = ["ConvertTensor", "Convolution", "ConvolutionDepthwise", "Deconvolution
           "Softmax", "Interp", "Reshape", "Permute", "Transpose", "Concat", "StridedSlice", "SliceTf", "Slice",
           "Unsqueeze", "Squeeze", "Flatten", "ExpandDims", "Padding", "GatherV2", "Reduction", "Cast", "MatMul",
           "BatchMatMul", "LayerNorm", "ArgMax", "ArgMin", "Fill", "Range", "Tile", "BroadcastTo", "Select", "TopKV2",
-          "DepthToSpace", "SpaceToDepth", "Sigmoid", "TanH", "ZerosLike"]
+          "DepthToSpace", "SpaceToDepth", "Sigmoid", "TanH", "ZerosLike", "SpaceToBatchND", "BatchToSpaceND",
+          "GatherND", "GatherElements", "ScatterNd", "OneHot", "CumSum", "While", "If"]
 QUERIES = {"Shape", "Rank", "Size"}  # computed from descriptors at resize time
 
 

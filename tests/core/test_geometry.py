@@ -143,3 +143,33 @@ def test_two_permutes_in_a_session_make_one_raster() -> None:
     s.tensor_ref(s.input_index("x")).array[...] = x
     s.run()
     np.testing.assert_array_equal(s.tensor_ref(s.output_index("y")).array, np.abs(np.transpose(x, (2, 0, 1))))
+
+
+def _s2b_reference(x: np.ndarray, bh: int, bw: int, pads: list[int]) -> np.ndarray:
+    n, c = x.shape[:2]
+    p = np.pad(x, [(0, 0), (0, 0), (pads[0], pads[1]), (pads[2], pads[3])])
+    hp, wp = p.shape[2] // bh, p.shape[3] // bw
+    out = p.reshape(n, c, hp, bh, wp, bw).transpose(3, 5, 0, 1, 2, 4)
+    return out.reshape(bh * bw * n, c, hp, wp)
+
+
+@SETTINGS
+@given(st.integers(1, 2), st.integers(1, 3), st.sampled_from([(2, 2), (1, 3), (3, 2)]), st.data())
+def test_space_to_batch_and_back(n: int, c: int, block: tuple, data: st.DataObject) -> None:
+    from mnnpy.core.geometry.space_batch import space_batch
+
+    bh, bw = block
+    pads = [data.draw(st.integers(0, 2)) for _ in range(4)]
+    h = data.draw(st.integers(1, 3)) * bh - pads[0] - pads[1]
+    w = data.draw(st.integers(1, 3)) * bw - pads[2] - pads[3]
+    if h <= 0 or w <= 0:
+        return
+    x = _arange((n, c, h, w)) + 1
+    want = _s2b_reference(x, bh, bw, pads)
+    values = [None, np.array([bh, bw]), np.array(pads)]
+    op = SimpleNamespace(type=fb.OpType.SpaceToBatchND, name="s2b")
+    regions = space_batch(op, [TensorDesc(x.shape)], [TensorDesc(want.shape)], values)[0]
+    np.testing.assert_array_equal(raster(regions, [x], want.shape), want)
+    back = SimpleNamespace(type=fb.OpType.BatchToSpaceND, name="b2s")
+    regions = space_batch(back, [TensorDesc(want.shape)], [TensorDesc(x.shape)], values)[0]
+    np.testing.assert_array_equal(raster(regions, [want], x.shape), x)
