@@ -98,9 +98,11 @@ class VulkanConv2D(VulkanExecution):
         packed = self.upload(pack_dense(weight, params.group, ic))
         if (kh, kw, sy, sx) == (1, 1, 1, 1) and not any(params.pads):
             self.algorithm = "conv1x1"
-            values = (h * w, ic, ic4, oc4, total, lo, hi)
-            self.dispatch("conv2d_1x1", [self.bind(x), packed, bias_b], [self.bind(y)], "5iff", values, total)
+            items = n * oc4 * -(-(h * w) // 4)  # 4 texels of a plane per invocation
+            values = (h * w, ic, ic4, oc4, items, lo, hi)
+            self.dispatch("conv2d_1x1", [self.bind(x), packed, bias_b], [self.bind(y)], "5iff", values, items)
             return
         self.algorithm = "direct"
-        values = (w, h, ic, ic4, ow, oh, oc4, total, kw, kh, sx, sy, left, top, dx, dy, lo, hi)
-        self.dispatch("conv2d", [self.bind(x), packed, bias_b], [self.bind(y)], "16iff", values, total)
+        items = n * oc4 * oh * -(-ow // 4)  # 4 output texels along x per invocation
+        values = (w, h, ic, ic4, ow, oh, oc4, items, kw, kh, sx, sy, left, top, dx, dy, lo, hi)
+        self.dispatch("conv2d", [self.bind(x), packed, bias_b], [self.bind(y)], "16iff", values, items)
