@@ -45,3 +45,25 @@ __kernel void reduce(__global const float* x, __global float* y, int4 xdesc, int
     }
     y[phys_index(l, ydesc)] = op == 3 ? acc / (float)total : acc;
 }
+
+// ArgMax / ArgMin along one axis (first occurrence wins): logical input (o * axis + k) * inside + i,
+// output o * inside + i (int32).
+__kernel void argmax(__global const float* x, __global int* y, int4 xdesc, int4 ydesc, int outside, int axis,
+                     int inside, int is_min) {
+    int i = get_global_id(0);
+    int o = get_global_id(1);
+    if (i >= inside || o >= outside) {
+        return;
+    }
+    int base = o * axis * inside + i;
+    float best = x[phys_index(base, xdesc)];
+    int arg = 0;
+    for (int k = 1; k < axis; ++k) {
+        float v = x[phys_index(base + k * inside, xdesc)];
+        if (is_min ? v < best : v > best) {
+            best = v;
+            arg = k;
+        }
+    }
+    y[phys_index(o * inside + i, ydesc)] = arg;
+}

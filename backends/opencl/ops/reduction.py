@@ -1,4 +1,4 @@
-"""Reduction (SUM, ASUM, SUMSQ, MEAN, MAX, MIN, PROD) over any set of axes, keepdims or not."""
+"""Reduction (SUM, ASUM, SUMSQ, MEAN, MAX, MIN, PROD) over any set of axes, keepdims or not; ArgMax / ArgMin."""
 
 from __future__ import annotations
 
@@ -63,3 +63,37 @@ class ReductionExecution(CLExecution):
         args = [self.buf(x), self.buf(y), tensor_desc(x), tensor_desc(y), meta, np.int32(self.op.main.operation),
                 np.int32(count)]
         self.launch("reduce", "reduce", args, (count,))
+
+
+@opencl_kernel(fb.OpType.ArgMax, fb.OpType.ArgMin, formats=("NCHW", "NC4HW4"))
+class ArgMaxExecution(CLExecution):
+    """Index of the largest (smallest) value along an axis, as int32 (MNN: ArgMax / ArgMin)."""
+
+    dtypes = (np.dtype(np.float32), np.dtype(np.int32))
+
+    @classmethod
+    def supports(cls, op: Any, inputs: list[TensorRef], outputs: list[TensorRef]) -> bool:
+        if len(inputs) != 1 or len(outputs) != 1 or inputs[0].desc.dtype != np.float32:
+            return False
+        if outputs[0].desc.dtype != np.int32:
+            return False
+        if op.main is not None and (int(getattr(op.main, "topK", 1)) > 1 or getattr(op.main, "outMaxVal", 0)):
+            return False
+        shape = inputs[0].desc.shape
+        axis = int(op.main.axis) if op.main is not None else 0
+        axis = axis + len(shape) if axis < 0 else axis
+        return 0 <= axis < len(shape) and outputs[0].desc.size * shape[axis] == inputs[0].desc.size
+
+    def encode(self) -> None:
+        x, y = self.inputs[0], self.outputs[0]
+        shape = x.desc.shape
+        axis = int(self.op.main.axis) if self.op.main is not None else 0
+        axis = axis + len(shape) if axis < 0 else axis
+        outside, inside = math.prod(shape[:axis]), math.prod(shape[axis + 1:])
+        is_min = self.op.type == fb.OpType.ArgMin
+        self.algorithm = "argmin" if is_min else "argmax"
+        if has_channel_tail(y):
+            self.fill_zero(y)
+        args = [self.buf(x), self.buf(y), tensor_desc(x), tensor_desc(y), np.int32(outside), np.int32(shape[axis]),
+                np.int32(inside), np.int32(is_min)]
+        self.launch("reduce", "argmax", args, (inside, outside))

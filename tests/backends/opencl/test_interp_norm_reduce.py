@@ -97,3 +97,21 @@ def test_reduction(backend: object, kind: int, shape: tuple, dims: list[int], ke
     (y,) = Harness(backend).run(fb.OpType.Reduction, reduction_op(kind, dims, keep), [x], [fmt], [expected.shape],
                                 out_fmt=fmt if keep else "NCHW")
     assert_close(y, expected)
+
+
+def argmax_op(op_type: int, axis: int) -> fb.OpT:
+    p = fb.ArgMaxT()
+    p.axis = axis
+    return make_op(op_type, p)
+
+
+@pytest.mark.parametrize(("shape", "axis", "fmt"), [((2, 13, 3, 2), 1, "NC4HW4"), ((4, 7), -1, "NCHW"),
+                                                    ((3, 5, 2), 0, "NCHW")])
+@pytest.mark.parametrize("op_type", [fb.OpType.ArgMax, fb.OpType.ArgMin])
+def test_argmax(backend: object, shape: tuple, axis: int, fmt: str, op_type: int) -> None:
+    x = rand(shape, seed=len(shape))
+    fn = np.argmax if op_type == fb.OpType.ArgMax else np.argmin
+    expected = fn(x, axis=axis).astype(np.int32)
+    (y,) = Harness(backend).run(op_type, argmax_op(op_type, axis), [x], [fmt], [expected.shape], out_fmt="NCHW",
+                                out_dtype=np.int32)
+    np.testing.assert_array_equal(y, expected)
