@@ -1,0 +1,70 @@
+"""Benchmark a model on mnnpy side by side with onnxruntime and the official MNN, interleaved; --profile per op.
+
+`mnnpy bench m.onnx --threads 1 --runs 30 --compare ort,mnn --profile --png ops.png`: converts as needed (our
+converter for mnnpy, the official one for MNN; onnxruntime runs the .onnx), runs the engines in turn after
+warm-up and prints median/p10/p90 ms, the ratios mnnpy/peer and pre-inference times. Missing peers are reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+COMMAND = "bench"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", help="an .onnx or .mnn model")
+    p.add_argument("--threads", type=int, default=1, help="numThread for every engine (and the BLAS pool)")
+    p.add_argument("--backend", default="cpu", help="mnnpy backend: cpu | opencl | vulkan | auto (default cpu)")
+    p.add_argument("--runs", type=int, default=20, help="timed rounds (one run per engine each)")
+    p.add_argument("--warmup", type=int, default=3, help="untimed rounds first")
+    p.add_argument("--compare", default="ort,mnn", help="peers, comma-separated: ort, mnn (empty: mnnpy alone)")
+    p.add_argument("--profile", action="store_true", help="also print mnnpy's per-op table")
+    p.add_argument("--top", type=int, default=25, help="rows of the per-op table (0: all)")
+    p.add_argument("--png", default=None, metavar="FILE", help="with --profile: bar chart of the top ops "
+                   "(needs matplotlib)")
+    p.add_argument("--workdir", default=None, help="where converted models go (default: a temporary folder)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    p.add_argument("--conv-algorithm", default=None, metavar="ALGO",
+                   help="force mnnpy's convolution algorithm where it applies (config convAlgorithm)")
+
+
+def run(args: argparse.Namespace) -> int:
+    import platform
+
+    import numpy as np
+
+    from mnnpy.bench import threads
+    from mnnpy.bench.engines import open_engines, prepare_models, random_inputs
+    from mnnpy.bench.measure import agreement, interleaved, report
+    from mnnpy.bench.profile import profile_session, profile_table, write_chart
+
+    peers = [p.strip().lower() for p in args.compare.split(",") if p.strip()]
+    names = ["mnnpy", *[p for p in peers if p != "mnnpy"]]
+    models = prepare_models(Path(args.model), Path(args.workdir) if args.workdir else None, set(names))
+    config = {"convAlgorithm": args.conv_algorithm} if args.conv_algorithm else None
+    print(f"machine: {platform.machine()} {threads.cpu_count()} cores, python {platform.python_version()}, "
+          f"numpy {np.__version__}, BLAS threads via {threads.backend()}")
+    with threads.blas_threads(args.threads):
+        engines, missing = open_engines(models, names, args.threads, args.backend, config)
+        if not engines:
+            for m in missing:
+                print(f"{m.name}: missing: {m.reason}")
+            return 1
+        feeds = random_inputs(engines[0].input_shapes(), args.seed)
+        for engine in engines:
+            engine.feed(feeds)
+        stats = interleaved(engines, args.runs, args.warmup)
+        diffs = agreement(engines)
+        title = (f"{Path(args.model).name}: {args.threads} thread(s), {args.runs} runs after {args.warmup} warm-up, "
+                 f"interleaved")
+        print(report(title, stats, missing, diffs, models.convert_s))
+        ours = next((e for e in engines if e.name == "mnnpy"), None)
+        if args.profile and ours is not None:
+            ops = profile_session(ours.session, runs=max(args.runs // 2, 2), warmup=1)
+            print(profile_table(ops, top=args.top or None))
+            if args.png:
+                why = write_chart(ops, args.png, title=f"mnnpy {Path(args.model).name}, {args.threads} thread(s)")
+                print(why or f"chart written to {args.png}")
+    return 0

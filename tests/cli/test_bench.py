@@ -1,0 +1,149 @@
+"""`mnnpy bench`: the table with every engine present, missing peers reported, the per-op profile (no timing checks)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+from mnnpy.cli.main import main
+
+onnx = pytest.importorskip("onnx", reason="onnx not installed")
+from onnx import TensorProto, numpy_helper  # noqa: E402
+from onnx import helper as oh  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _bench_models() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_models", ROOT / "tools" / "bench_models.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Conv 3x3 (8 -> 8, pad 1) + Relu + MaxPool 2x2 + 1x1 conv on a 1x8x12x12 input."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((8, 8, 3, 3)).astype(np.float32) * 0.2, "w1"),
+             numpy_helper.from_array(rng.standard_normal(8).astype(np.float32), "b1"),
+             numpy_helper.from_array(rng.standard_normal((4, 8, 1, 1)).astype(np.float32), "w2")]
+    nodes = [oh.make_node("Conv", ["x", "w1", "b1"], ["c"], name="conv3x3", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             oh.make_node("Relu", ["c"], ["r"], name="relu"),
+             oh.make_node("MaxPool", ["r"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+             oh.make_node("Conv", ["p", "w2"], ["y"], name="conv1x1", kernel_shape=[1, 1])]
+    graph = oh.make_graph(nodes, "tiny", [oh.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 12, 12])],
+                          [oh.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 13)])
+    model.ir_version = 8
+    path = tmp_path_factory.mktemp("bench") / "tiny.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
+def _engine_rows(out: str) -> dict[str, str]:
+    rows = {}
+    for line in out.splitlines():
+        head = line.split(" ", 1)[0]
+        if head in ("mnnpy", "ort", "mnn", "foo"):
+            rows[head] = line
+    return rows
+
+
+def test_bench_table_with_peers(tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("MNN")
+    assert main(["bench", str(tiny), "--runs", "2", "--warmup", "1", "--workdir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    rows = _engine_rows(out)
+    assert set(rows) == {"mnnpy", "ort", "mnn"}, out
+    assert "missing" not in out
+    assert "median ms" in out and "ratios (mnnpy median / peer median" in out and "ort " in out
+    assert "pre-inference (load + createSession) ms: mnnpy" in out
+    for name in ("ort", "mnn"):  # same inputs, same answer
+        assert float(rows[name].split()[-1]) < 1e-3, rows[name]
+    assert (tmp_path / "tiny.mnnpy.mnn").exists() and (tmp_path / "tiny.official.mnn").exists()
+
+
+def test_missing_peer_is_reported_not_fatal(tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime -> ImportError
+    assert main(["bench", str(tiny), "--runs", "2", "--warmup", "0", "--compare", "ort,foo",
+                 "--workdir", str(tmp_path)]) == 0
+    rows = _engine_rows(capsys.readouterr().out)
+    assert "missing: not installed" in rows["ort"]
+    assert "missing: unknown engine" in rows["foo"]
+    assert "median" not in rows["mnnpy"] and float(rows["mnnpy"].split()[1]) > 0
+
+
+def test_mnn_file_runs_without_onnxruntime(tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from mnnpy.converter import convert
+
+    model = tmp_path / "tiny.mnn"
+    convert(tiny, model)
+    assert main(["bench", str(model), "--runs", "2", "--warmup", "0", "--compare", "ort"]) == 0
+    rows = _engine_rows(capsys.readouterr().out)
+    assert "mnnpy" in rows and "needs the .onnx" in rows["ort"]
+
+
+def test_profile_lists_ops(tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    png = tmp_path / "ops.png"
+    assert main(["bench", str(tiny), "--runs", "2", "--warmup", "0", "--compare", "", "--profile",
+                 "--png", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert "per-op profile:" in out and "GFLOP/s" in out
+    table = out.split("per-op profile:")[1].split("by type/algorithm")[0]
+    assert table.count(" Convolution ") == 2 and " Pooling " in table
+    assert "by type/algorithm" in out
+    if importlib.util.find_spec("matplotlib") is None:
+        assert "matplotlib is not installed" in out and not png.exists()
+    else:
+        assert png.stat().st_size > 0
+
+
+def test_profile_flops_and_threads(tiny: Path, tmp_path: Path) -> None:
+    from mnnpy.converter import convert
+
+    from mnnpy.bench import threads
+    from mnnpy.bench.engines import MnnpyEngine, random_inputs
+    from mnnpy.bench.profile import profile_session
+
+    model = tmp_path / "t.mnn"
+    convert(tiny, model)
+    engine = MnnpyEngine(model, threads=1)
+    engine.feed(random_inputs(engine.input_shapes()))
+    ops = profile_session(engine.session, runs=2, warmup=0)
+    convs = [o for o in ops if o.op_type == "Convolution"]
+    assert [o.flops for o in convs] == [2 * 8 * 12 * 12 * 8 * 9, 2 * 4 * 6 * 6 * 8]
+    assert all(o.ms >= 0 for o in ops) and all(o.flops == 0 for o in ops if o.op_type != "Convolution")
+    before = threads.get_blas_threads()
+    with threads.blas_threads(1):
+        if threads.backend() != "none":
+            assert threads.get_blas_threads() == 1
+    assert threads.get_blas_threads() == before
+
+
+@pytest.mark.parametrize("name, kwargs, shape", [
+    ("unet_block", {"size": 12, "channels": 8}, (1, 8, 12, 12)),
+    ("bert4l", {"seq": 6, "dim": 16, "heads": 2, "layers": 1}, (1, 6, 16)),
+    ("vit_tiny", {"size": 32, "dim": 24, "heads": 2, "layers": 1}, (1, 3, 32, 32)),
+])
+def test_bench_models_convert_and_match_onnxruntime(name: str, kwargs: dict, shape: tuple, tmp_path: Path) -> None:
+    ort = pytest.importorskip("onnxruntime")
+    from mnnpy.converter import convert
+
+    from mnnpy.bench.engines import MnnpyEngine
+
+    src = getattr(_bench_models(), name)(tmp_path / f"{name}.onnx", **kwargs)
+    convert(src, tmp_path / f"{name}.mnn")
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    engine = MnnpyEngine(tmp_path / f"{name}.mnn", threads=1)
+    engine.feed({"input": x})
+    engine.run()
+    expected = ort.InferenceSession(str(src), providers=["CPUExecutionProvider"]).run(None, {"input": x})[0]
+    np.testing.assert_allclose(engine.output(), expected, rtol=1e-3, atol=1e-4)
