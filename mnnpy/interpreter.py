@@ -95,8 +95,6 @@ class Interpreter:
 
     def run_session(self, session: Session) -> int:
         """Run; 0 (NO_ERROR) on success (MNN: `Interpreter::runSession`)."""
-        if not session.commands and session.graph.commands:
-            raise ModelError("the session was released")
         session.run()
         return 0
 

@@ -140,3 +140,20 @@ def test_save_tensors_and_output_paths(cnn: tuple) -> None:
     assert "Softmax" not in {c["type"] for c in s.info()["commands"]}  # pruned past the chosen output
     with pytest.raises(ModelError, match="nope"):
         interp.createSession({"saveTensors": ("nope",)})
+
+
+def test_dynamic_input_needs_resize(e2e: object) -> None:
+    path = e2e.convert(small_cnn(("N", 3, "H", "W")))
+    interp = MNN.Interpreter(str(path))
+    s = interp.createSession()
+    t = interp.getSessionInput(s)
+    assert -1 in t.getShape()
+    with pytest.raises(ModelError, match="resize"):
+        interp.runSession(s)
+    x = np.random.default_rng(3).standard_normal((2, 3, 8, 10)).astype(np.float32)
+    interp.resizeTensor(t, x.shape)
+    interp.resizeSession(s)
+    interp.getSessionInput(s).copyFrom(x)
+    interp.runSession(s)
+    want = e2e.ort(small_cnn(("N", 3, "H", "W")), {"x": x})["z"]
+    np.testing.assert_allclose(interp.getSessionOutput(s).getNumpyData(), want, rtol=1e-4, atol=1e-6)

@@ -18,6 +18,7 @@ from mnnpy.core.geometry import raster as ref_raster
 from mnnpy.core.ir import NCHW, TensorDesc
 from mnnpy.core.pipeline import RASTER, encode, op_type_name
 from mnnpy.core.schedule import Scheduler, _convert_value
+from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.errors import ModelError
 
 
@@ -72,7 +73,26 @@ class Session:
         self.commands: list = []
         self.refs: dict[int, TensorRef] = {}
         self.resize_time = 0.0
-        self.resize()
+        self.resize_error: ModelError | None = None
+        self.released = False
+        self.graph: Any = None
+        try:
+            self.resize()
+        except ModelError as exc:
+            if not self._dynamic_inputs():
+                raise
+            self.resize_error = exc  # MNN: "Can't run session because not resized"; resizeTensor comes next
+
+    def _dynamic_inputs(self) -> dict[int, TensorRef]:
+        """Input ops whose dims contain -1 and that the user has not resized yet, as placeholder refs."""
+        out = {}
+        for op in self.net.oplists or []:
+            if op.type == fb.OpType.Input and op.main is not None and op.main.dims is not None:
+                dims = tuple(int(d) for d in np.asarray(op.main.dims).ravel())
+                idx = int(np.asarray(op.outputIndexes).ravel()[0])
+                if -1 in dims and idx not in self.input_shapes:
+                    out[idx] = TensorRef(idx, TensorDesc(dims, np.float32, NCHW), self.names[idx])
+        return out
 
     # *** pre-inference ***
     def _eval_const(self, op: Any, in_values: list[np.ndarray], out_descs: list[TensorDesc]) -> list[np.ndarray]:
@@ -109,11 +129,17 @@ class Session:
         self.refs = sched.refs
         self.scheduler = sched
         self.resize_time = time.perf_counter() - t0
+        self.resize_error = None
+        self.released = False
         COUNTERS["resizes"] += 1
 
     # *** running ***
     def run(self, before: Callable | None = None, after: Callable | None = None) -> None:
         """Run every command (MNN: `Pipeline::execute`); callbacks get (command, tensors) and may stop the run."""
+        if self.released:
+            raise ModelError("the session was released")
+        if self.resize_error is not None:
+            raise ModelError(f"session is not resized ({self.resize_error}); call resizeTensor + resizeSession")
         for b in {id(self.main): self.main, id(self.backup): self.backup}.values():
             b.on_execute_begin()
         for cmd in self.commands:
@@ -129,6 +155,10 @@ class Session:
     # *** tensors ***
     def input_index(self, name: str | None) -> int:
         """Index of an input tensor by name (None: the first input)."""
+        if self.graph is None:
+            pending = self._dynamic_inputs()
+            if name is None or (name in self.names and self.names.index(name) in pending):
+                return next(iter(pending)) if name is None else self.names.index(name)
         if name is None:
             return self.graph.inputs[0]
         if name not in self.names or self.names.index(name) not in self.graph.inputs:
@@ -146,6 +176,8 @@ class Session:
 
     def input_names(self) -> list[str]:
         """Names of the graph inputs."""
+        if self.graph is None:
+            return [self.names[i] for i in self._dynamic_inputs()]
         return [self.names[i] for i in self.graph.inputs]
 
     def output_names(self) -> list[str]:
@@ -154,6 +186,11 @@ class Session:
 
     def tensor_ref(self, index: int) -> TensorRef:
         """The bound tensor (constants get a ref carrying their value)."""
+        if self.graph is None:
+            pending = self._dynamic_inputs()
+            if index in pending:
+                return pending[index]
+            raise ModelError("session is not resized: call resizeTensor + resizeSession")
         return self.scheduler.ref(index)
 
     def owner_of(self, index: int) -> Backend | None:
@@ -188,6 +225,7 @@ class Session:
             b.on_clear()
         self.commands = []
         self.refs = {}
+        self.released = True
 
     # *** introspection ***
     def info(self) -> dict[str, Any]:
