@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import struct
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +85,8 @@ class VulkanBackend(Backend):
         self._cursor = 0
         self._done = 0
         self._const: dict[int, Binding] = {}
+        self._weights: dict[tuple[int, str], tuple[Any, Binding]] = {}
+        self._weights_used: set[tuple[int, str]] = set()
         self.eager = False
         if self.vdev.limits.min_storage_alignment > memory.ALIGN:
             raise ValueError(f"device needs {self.vdev.limits.min_storage_alignment}-byte storage offsets")
@@ -109,6 +111,8 @@ class VulkanBackend(Backend):
         self._bindings = {}
         self._const = {}
         self._static = []
+        self._weights = {k: v for k, v in self._weights.items() if k in self._weights_used}  # drop stale ops' data
+        self._weights_used = set()
         self._forget_recording()
 
     def _forget_recording(self) -> None:
@@ -148,6 +152,7 @@ class VulkanBackend(Backend):
         self._forget_recording()
         self._arena = None
         self._chunks = {}
+        self._weights = {}
 
     def __del__(self) -> None:
         if sys.is_finalizing() or not hasattr(self, "_recorded") or not self._recorded:
@@ -186,9 +191,21 @@ class VulkanBackend(Backend):
         self._static.append(buf)
         return Binding(buf, 0, max(data.nbytes, 4))
 
+    def cached_upload(self, owner: Any, tag: str, make: Callable[[], np.ndarray]) -> Binding:
+        """Upload `make()` once per (owner object, tag), e.g. packed weights of an op, reused across resizes."""
+        key = (id(owner), tag)
+        self._weights_used.add(key)
+        hit = self._weights.get(key)
+        if hit is not None and hit[0] is owner:
+            return hit[1]
+        binding = self.upload(make())
+        self._weights[key] = (owner, binding)
+        return binding
+
     def memory_info(self) -> dict[str, Any]:
+        static = sum(b.size for b in self._static) + sum(b.nbytes for _, b in self._weights.values())
         return {"arena_bytes": self._planner.peak, "tensor_bytes": self._planner.requested,
-                "static_bytes": sum(b.size for b in self._static), "formats": "NC4HW4 [N][C/4][HW][4]",
+                "static_bytes": static, "formats": "NC4HW4 [N][C/4][HW][4]",
                 "device": self.vdev.limits.name, "dispatches": len(self.dispatches)}
 
     # ---- recording and running -------------------------------------------------------------------------------

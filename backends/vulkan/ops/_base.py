@@ -68,6 +68,10 @@ class VulkanExecution(Execution):
         self.weights.append(binding)
         return binding
 
+    def upload_once(self, tag: str, make: Callable[[], np.ndarray]) -> Binding:
+        """Device copy of data derived from the op's parameters only (packed weights), kept across resizes."""
+        return self.backend.cached_upload(self.op, tag, make)
+
     def bind(self, tensor: TensorRef) -> Binding:
         """The device range of an input or output tensor (foreign inputs get a mirror refreshed in on_execute)."""
         binding, mirrored = self.backend.binding(tensor)

@@ -86,16 +86,16 @@ class VulkanConv2D(VulkanExecution):
         ic4, oc4 = -(-ic // 4), -(-oc // 4)
         (kh, kw), (sy, sx), (dy, dx) = params.kernel, params.stride, params.dilation
         top, left = params.pads[0], params.pads[1]
-        bias_b = self.upload(pack_bias(bias))
+        bias_b = self.upload_once(f"bias{ic}", lambda: pack_bias(bias))
         total = n * oc4 * oh * ow
         depthwise = params.group == ic == oc and params.group > 1
         if depthwise:
             self.algorithm = "depthwise"
             values = (w, h, ic, ic4, ow, oh, 0, total, kw, kh, sx, sy, left, top, dx, dy, lo, hi)
-            self.dispatch("depthwise", [self.bind(x), self.upload(pack_depthwise(weight)), bias_b], [self.bind(y)],
-                          "16iff", values, total)
+            packed_dw = self.upload_once(f"depthwise{ic}", lambda: pack_depthwise(weight))
+            self.dispatch("depthwise", [self.bind(x), packed_dw, bias_b], [self.bind(y)], "16iff", values, total)
             return
-        packed = self.upload(pack_dense(weight, params.group, ic))
+        packed = self.upload_once(f"dense{ic}", lambda: pack_dense(weight, params.group, ic))
         if (kh, kw, sy, sx) == (1, 1, 1, 1) and not any(params.pads):
             self.algorithm = "conv1x1"
             items = n * oc4 * -(-(h * w) // 4)  # 4 texels of a plane per invocation

@@ -58,8 +58,9 @@ class VulkanDeconv2D(VulkanExecution):
         ic4, oc4 = -(-ic // 4), -(-oc // 4)
         (kh, kw), (sy, sx), (dy, dx) = params.kernel, params.stride, params.dilation
         top, left = params.pads[0], params.pads[1]
-        packed = self.upload(pack_dense(transposed_dense(weight, params.group), params.group, ic))
+        packed = self.upload_once(f"dense{ic}", lambda: pack_dense(transposed_dense(weight, params.group), params.group,
+                                                                   ic))
         total = n * oc4 * oh * ow
         values = (w, h, ic, ic4, ow, oh, oc4, total, kw, kh, sx, sy, left, top, dx, dy, lo, hi)
-        self.dispatch("deconv2d", [self.bind(x), packed, self.upload(pack_bias(bias))], [self.bind(y)], "16iff",
-                      values, total)
+        bias_b = self.upload_once(f"bias{ic}", lambda: pack_bias(bias))
+        self.dispatch("deconv2d", [self.bind(x), packed, bias_b], [self.bind(y)], "16iff", values, total)

@@ -54,6 +54,9 @@ class VulkanMatMul(VulkanExecution):
         a_batch = m * k if _batch(a.desc.shape) > 1 else 0
         b_batch = k * n if _batch(b.desc.shape) > 1 else 0
         total = _batch(c.desc.shape) * m * n
-        bias = self.bind(self.inputs[2]) if len(self.inputs) == 3 else self.upload(np.zeros(4, dtype=np.float32))
+        if len(self.inputs) == 3:
+            bias = self.bind(self.inputs[2])
+        else:
+            bias = self.upload_once("zero_bias", lambda: np.zeros(4, np.float32))
         values = (m, n, k, total, a_batch, *a_stride, int(len(self.inputs) == 3), b_batch, *b_stride, 0)
         self.dispatch("matmul", [self.bind(a), self.bind(b), bias], [self.bind(c)], "12i", values, total)

@@ -45,7 +45,9 @@ class VulkanLayerNorm(VulkanExecution):
         gamma = np.asarray(p.gamma, np.float32) if p.gamma is not None and len(p.gamma) else np.ones(inner, np.float32)
         beta = np.asarray(p.beta, np.float32) if p.beta is not None and len(p.beta) else np.zeros(inner, np.float32)
         values = (rows, inner, int(rms), float(p.epsilon))
-        self.dispatch("layernorm", [self.bind(x), self.upload(gamma), self.upload(beta)], [self.bind(y)], "iiif",
+        gamma_b = self.upload_once(f"gamma{inner}", lambda: gamma)
+        beta_b = self.upload_once(f"beta{inner}", lambda: beta)
+        self.dispatch("layernorm", [self.bind(x), gamma_b, beta_b], [self.bind(y)], "iiif",
                       values, rows)
 
 
@@ -78,5 +80,7 @@ class VulkanScale(VulkanExecution):
         if p.biasData is not None and len(p.biasData):
             bias[:c] = np.asarray(p.biasData, np.float32)
         total = n * c4 * area
-        self.dispatch("scale", [self.bind(x), self.upload(scale), self.upload(bias)], [self.bind(y)], "3i",
+        scale_b = self.upload_once(f"scale{c}", lambda: scale)
+        bias_b = self.upload_once(f"bias{c}", lambda: bias)
+        self.dispatch("scale", [self.bind(x), scale_b, bias_b], [self.bind(y)], "3i",
                       (total, area, c4), total)

@@ -38,4 +38,5 @@ class VulkanPReLU(VulkanExecution):
         slope = np.zeros(c4 * 4, np.float32)
         slope[:c] = np.broadcast_to(np.asarray(op_param(self.op).slope, np.float32), (c,))
         total = n * c4 * area
-        self.dispatch("prelu", [self.bind(x), self.upload(slope)], [self.bind(y)], "3i", (total, area, c4), total)
+        slope_b = self.upload_once(f"slope{c}", lambda: slope)
+        self.dispatch("prelu", [self.bind(x), slope_b], [self.bind(y)], "3i", (total, area, c4), total)

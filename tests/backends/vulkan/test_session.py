@@ -135,3 +135,20 @@ def test_many_sessions_do_not_leak_device_memory(vk_runtime: Any) -> None:
         _run(data, "VULKAN", x)
     gc.collect()
     assert DeviceBuffer.live <= base
+
+
+def test_resize_session_to_a_new_shape(vk_runtime: Any) -> None:
+    net, weights = scratch_cnn(seed=4)
+    interp = MNN.Interpreter(net_to_bytes(net))
+    session = interp.createSession({"backend": "VULKAN"})
+    x = RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    interp.getSessionInput(session).fromNumpy(x)
+    interp.runSession(session)
+    tensor = interp.getSessionInput(session)
+    interp.resizeTensor(tensor, (2, 3, 12, 10))
+    interp.resizeSession(session)
+    x2 = RNG.standard_normal((2, 3, 12, 10)).astype(np.float32)
+    interp.getSessionInput(session).fromNumpy(x2)
+    interp.runSession(session)
+    got = np.array(interp.getSessionOutput(session).getNumpyData())
+    np.testing.assert_allclose(got, scratch_cnn_reference(x2, weights["w"], weights["b"]), rtol=1e-4, atol=1e-5)
