@@ -140,8 +140,8 @@ class Interpreter:
             return float(math.fsum(_flops(c, session) for c in session.commands))
         if code == 2:
             return [0 if session.main.name == "cpu" else {"opencl": 3, "vulkan": 7}.get(session.main.name, 0)]
-        if code == 3:
-            return 0
+        if code == 3:  # 0 ready, 2 needs resize (MNN: RESIZE_STATUS)
+            return 2 if session.resize_error is not None else 0
         if code == 4:
             return int(session.config.get("numThread", 1) or 1)
         raise ModelError(f"unknown session info code {code}")

@@ -79,6 +79,9 @@ def test_second_run_allocates_nothing(cnn: tuple) -> None:
     after = (memory.COUNTERS["arena_allocations"], session.COUNTERS["weight_transforms"], session.COUNTERS["resizes"])
     assert before == after
     np.testing.assert_array_equal(first, interp.getSessionOutput(s).getNumpyData())
+    interp.resizeSession(s)  # same shapes: plans again, reuses the prepared convolution weights
+    assert session.COUNTERS["weight_transforms"] == before[1]
+    assert session.COUNTERS["resizes"] == before[2] + 1
 
 
 def test_resize_tensor_and_session(cnn: tuple, e2e: object) -> None:

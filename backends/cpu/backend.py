@@ -38,6 +38,7 @@ class CPUBackend(Backend):
         self._arena: np.ndarray | None = None
         self._base = 0
         self.static_bytes = 0
+        self.kernel_cache: dict = {}  # prepared weights per (op, input shape, ...): a same-shape resize reuses them
 
     def supported_formats(self, op_type: int) -> tuple[str, ...]:
         entry = registry.KERNELS.get("cpu", {}).get(int(op_type))

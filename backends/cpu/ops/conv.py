@@ -35,6 +35,12 @@ class Convolution(CPUExecution):
             force = force.get(self.op.name)
         threads = int(self.backend.config.get("numThread", 1) or 1)
         shape = self.x.desc.shape
+        key = (id(main), self.op.type, shape, str(force), threads)
+        cached = self.backend.kernel_cache.get(key)
+        if cached is not None and cached[0] is main:
+            self.kernel = cached[1]
+            self.algorithm = self.kernel.plan.algorithm
+            return
         try:
             try:
                 self.kernel = make_conv2d_kernel(main, self.op.type, shape, threads=threads, force=force)
@@ -45,6 +51,7 @@ class Convolution(CPUExecution):
         except (ValueError, NotImplementedError) as exc:
             raise ModelError(f"op {self.op.name!r}: {exc}") from exc
         session.COUNTERS["weight_transforms"] += 1
+        self.backend.kernel_cache[key] = (main, self.kernel)
         if tuple(self.kernel.out_shape) != self.y.desc.shape:
             raise ModelError(f"op {self.op.name!r}: kernel output {self.kernel.out_shape} != {self.y.desc.shape}")
         self.algorithm = self.kernel.plan.algorithm
