@@ -173,7 +173,7 @@ class VulkanRuntime(Runtime):
             try:
                 VulkanRuntime._shared = VulkanDevice()
             except (vk.VkError, OSError) as exc:
-                raise BackendUnavailable(f"{NO_DEVICE}: {exc!r}") from exc
+                raise BackendUnavailable(f"{NO_DEVICE}: {type(exc).__name__} {exc}".rstrip()) from exc
         self.device = VulkanRuntime._shared
 
     @classmethod
@@ -185,7 +185,7 @@ class VulkanRuntime(Runtime):
                     cls._shared = VulkanDevice()
                 cls._available = True
             except Exception as exc:
-                cls._available, cls._reason = False, f"{NO_DEVICE}: {exc}"
+                cls._available, cls._reason = False, f"{NO_DEVICE}: {type(exc).__name__} {exc}".rstrip()
         return bool(cls._available)
 
     @classmethod

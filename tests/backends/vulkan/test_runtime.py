@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -61,3 +63,32 @@ def test_mapped_views_keep_memory_alive(vk_runtime: Any) -> None:
     del buf  # the view still owns the mapping: no segfault when writing
     view[:] = 3.0
     assert view.sum() == 12.0
+
+
+NO_ICD = """
+import sys
+sys.path.insert(0, {tests!r})
+import numpy as np
+import mnnpy as MNN
+from mnnpy.backends import vulkan
+from mnnpy.schema.io import net_to_bytes
+from support.models import scratch_cnn
+assert vulkan.RUNTIME.is_available() is False
+print("REASON", vulkan.RUNTIME.unavailable_reason())
+net, _ = scratch_cnn()
+interp = MNN.Interpreter(net_to_bytes(net))
+session = interp.createSession({{"backend": "VULKAN", "backupType": "CPU"}})
+interp.runSession(session)
+print("MAIN", session.main.name)
+"""
+
+
+def test_no_driver_means_unavailable_and_cpu_backup(tmp_path: Path) -> None:
+    tests = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "VK_ICD_FILENAMES": str(tmp_path / "none.json"),
+           "VK_DRIVER_FILES": str(tmp_path / "none.json")}
+    res = subprocess.run([sys.executable, "-c", NO_ICD.format(tests=tests)], capture_output=True, text=True, env=env,
+                         timeout=120, check=False)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "REASON vulkan: no device (install mesa-vulkan-drivers?)" in res.stdout
+    assert "MAIN cpu" in res.stdout
