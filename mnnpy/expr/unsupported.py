@@ -1,0 +1,58 @@
+"""`MNN.expr` names mnnpy does not implement yet, and executor settings that have no effect here.
+
+Each stub raises NotImplementedError naming itself and the missing core piece.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mnnpy.expr import graph
+
+# name -> why it is missing (the core op or capability that is lacking)
+MISSING: dict[str, str] = {
+    "crop_and_resize": "no CropAndResize op in the core",
+    "detection_post_process": "no DetectionPostProcess op in the core",
+    "nms": "no NonMaxSuppressionV2 op in the core (data-dependent output shape)",
+    "roi_align": "no ROIAlign op in the core",
+    "roi_pooling": "no ROIPooling op in the core",
+    "reverse_sequence": "no ReverseSequence op in the core",
+    "histogram": "no Histogram op in the core",
+    "svd": "no Svd op in the core",
+    "setdiff1d": "no SetDiff1D op in the core (data-dependent output shape)",
+    "quant": "no FloatToInt8 op in the CPU backend",
+    "dequant": "no Int8ToFloat op in the CPU backend",
+    "jsonop": "no JSON op description reader",
+    "raster": "raster regions are produced by the core's geometry, not built from Python",
+}
+
+
+def _stub(name: str) -> Callable[..., Any]:
+    def stub(*args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"mnnpy.expr does not implement {name} ({MISSING[name]})")
+
+    stub.__name__ = name
+    stub.__doc__ = f"Not implemented: {MISSING[name]} (MNN: `expr.{name}`)."
+    return stub
+
+
+STUBS: dict[str, Callable[..., Any]] = {name: _stub(name) for name in MISSING}
+
+
+def gc(full: bool = False) -> None:
+    """Drop cached plans (MNN: `expr.gc`)."""
+    graph.clear_cache()
+
+
+def lazy_eval(flag: bool = True) -> None:
+    """Vars are always lazy here; accepted for compatibility (MNN: `expr.lazy_eval`)."""
+
+
+def set_lazy_mode(mode: int = 0) -> None:
+    """Accepted for compatibility (MNN: `expr.set_lazy_mode`)."""
+
+
+def set_global_executor_config(backend: Any = 0, precision: Any = 0, thread_num: int = 1) -> None:
+    """Only the thread count applies: expressions always run on the CPU backend (MNN: same name)."""
+    graph.set_thread_number(thread_num)
