@@ -172,7 +172,11 @@ def load_graph_def(source: str | Path | bytes | Any, outputs: list[str] | None =
     for key in outputs:
         if ctx.value(key) is not None:
             raise ConvertError(f"output '{key}' is a constant; MNN models cannot output constants")
-    graph.outputs = [ctx.x(key) for key in outputs]
+    for key in outputs:
+        name = ctx.x(key)
+        if name != key:  # an output shared with another tensor: an Identity the identity pass resolves
+            graph.add(fb.OpType.Identity, [name], [key], name=key)
+    graph.outputs = list(outputs)
     return graph
 
 

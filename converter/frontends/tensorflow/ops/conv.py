@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
-from ...graph import ConvertError, Node
+from ....graph import ConvertError, Node
 from ..context import OP, PARAM, Context, Shape, TfNode
 from ..registry import tf_op
 
