@@ -54,7 +54,7 @@ def plan(op: Any, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, int, int
 class MatMulExecution(CLExecution):
     """`C = A @ B (+ bias)` with transposes (MNN: MatMul, BatchMatMul)."""
 
-    algorithm = "matmul_row4"
+    algorithm = "matmul_4x4"
 
     @classmethod
     def supports(cls, op: Any, inputs: list[TensorRef], outputs: list[TensorRef]) -> bool:
@@ -77,4 +77,4 @@ class MatMulExecution(CLExecution):
         has_bias = len(self.inputs) == 3
         bias = self.buf(self.inputs[2]) if has_bias else self.constant(np.zeros(1, np.float32))
         args = [self.buf(a), self.buf(b), bias, self.buf(y), int4(m, n, k, int(has_bias)), sa, sb]
-        self.launch("matmul", "matmul", args, (-(-n // 4), m, batch))
+        self.launch("matmul", "matmul", args, (-(-n // 4), -(-m // 4), batch))
