@@ -42,7 +42,7 @@ _BARRIER_DST = vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
 
 @dataclass(frozen=True)
 class Binding:
-    """A byte range of a device buffer bound to one shader binding."""
+    """A byte range of a device buffer bound to one shader binding (at least 16 bytes: empty tensors still bind)."""
 
     buffer: DeviceBuffer
     offset: int
@@ -129,7 +129,7 @@ class VulkanBackend(Backend):
         if storage == StorageType.STATIC:
             buf = DeviceBuffer(self.vdev, tensor.desc.nbytes, COUNTERS)
             self._static.append(buf)
-            self._bindings[tensor.index] = Binding(buf, 0, tensor.desc.nbytes)
+            self._bindings[tensor.index] = Binding(buf, 0, max(tensor.desc.nbytes, 16))
             tensor.array = buf.array(0, tensor.desc.dtype, tensor.desc.physical_shape)
             return
         self._chunks[tensor.index] = (tensor, self._planner.acquire(tensor.desc.nbytes))
@@ -144,7 +144,7 @@ class VulkanBackend(Backend):
         if self._arena is None or self._arena.size < need:
             self._arena = DeviceBuffer(self.vdev, need, COUNTERS)
         for ref, chunk in self._chunks.values():
-            self._bindings[ref.index] = Binding(self._arena, chunk.offset, ref.desc.nbytes)
+            self._bindings[ref.index] = Binding(self._arena, chunk.offset, max(ref.desc.nbytes, 16))
             ref.array = self._arena.array(chunk.offset, ref.desc.dtype, ref.desc.physical_shape)
         self.eager = False
 
@@ -178,7 +178,7 @@ class VulkanBackend(Backend):
         self.eager = True
         buf = DeviceBuffer(self.vdev, tensor.desc.nbytes, COUNTERS)
         self._static.append(buf)
-        return Binding(buf, 0, tensor.desc.nbytes), True
+        return Binding(buf, 0, max(tensor.desc.nbytes, 16)), True
 
     def upload(self, array: np.ndarray) -> Binding:
         """A new STATIC device buffer holding `array` (weights packed in `on_resize`; int32 stays int32)."""
@@ -189,7 +189,7 @@ class VulkanBackend(Backend):
         view[...] = data
         del view
         self._static.append(buf)
-        return Binding(buf, 0, max(data.nbytes, 4))
+        return Binding(buf, 0, max(data.nbytes, 16))
 
     def cached_upload(self, owner: Any, tag: str, make: Callable[[], np.ndarray]) -> Binding:
         """Upload `make()` once per (owner object, tag), e.g. packed weights of an op, reused across resizes."""

@@ -88,3 +88,12 @@ def test_unsupported_returns_none(run_op: Any, make_op: Any) -> None:
     runner = run_op(fb.OpType.Interp, make_op(fb.OpType.Interp), [(x, "NCHW")],
                     [TensorDesc(x.shape, np.float32, "NCHW")])
     assert runner.execution is None
+
+
+def test_empty_tensors(run_op: Any, make_op: Any) -> None:
+    a = np.zeros((0, 3), np.float32)
+    param = fb.BinaryOpT()
+    param.opType = fb.BinaryOpOperation.ADD
+    (y,) = run_op(fb.OpType.BinaryOp, make_op(fb.OpType.BinaryOp, param), [(a, "NCHW"), (a, "NCHW")],
+                  [TensorDesc((0, 3), np.float32, "NCHW")]).run()
+    assert y.shape == (0, 3)
