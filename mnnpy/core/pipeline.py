@@ -78,7 +78,10 @@ def blob_value(blob: Any) -> np.ndarray:
     for attr in ("float32s", "int32s", "int64s", "uint8s", "int8s"):
         data = getattr(blob, attr, None)
         if data is not None and len(data):
-            return np.asarray(data).astype(dtype).reshape(dims)
+            arr = np.asarray(data).astype(dtype)
+            if arr.size != int(np.prod(dims)):
+                raise ModelError(f"constant has {arr.size} values for dims {dims}")
+            return arr.reshape(dims)
     return np.zeros(dims, dtype=dtype)
 
 
@@ -152,13 +155,20 @@ def encode(net: Any, input_shapes: dict[int, tuple[int, ...]], keep: set[int], e
         for i, d in zip(outs, out_descs, strict=False):
             g.descs[i] = d
         if ins and all(v is not None for v in in_values):
-            for i, v in zip(outs, eval_const(op, in_values, out_descs), strict=False):
+            try:
+                folded = eval_const(op, in_values, out_descs)
+            except (ValueError, IndexError, TypeError, KeyError, ZeroDivisionError) as exc:
+                raise ModelError(f"op {name!r} ({op_type_name(op.type)}): constant folding failed: {exc}") from exc
+            for i, v in zip(outs, folded, strict=False):
                 g.values[i] = v
                 g.descs[i] = TensorDesc(v.shape, v.dtype, NCHW)
             g.folded += 1
             continue
         geo = registry.GEOMETRY.get(int(op.type))
-        regions = geo(op, in_descs, out_descs, in_values) if geo is not None else None
+        try:
+            regions = geo(op, in_descs, out_descs, in_values) if geo is not None else None
+        except (ValueError, IndexError, TypeError, KeyError) as exc:
+            raise ModelError(f"op {name!r} ({op_type_name(op.type)}): geometry failed: {exc}") from exc
         if regions is not None:
             for i, regs in zip(outs, regions, strict=True):
                 g.virtual[i] = [Region(r.src, r.dst, r.size, ins[r.origin]) for r in regs]

@@ -14,6 +14,7 @@ from mnnpy.core.geometry._regions import full_copy
 from mnnpy.core.ir import NC4HW4, Command
 from mnnpy.core.pipeline import RASTER, Graph, RasterSpec, UnsupportedOp, op_type_name
 from mnnpy.schema import mnn_generated as fb
+from mnnpy.schema.errors import ModelError
 
 OT = fb.OpType
 
@@ -187,7 +188,13 @@ class Scheduler:
         for b in backends:
             b.on_resize_end()
         for cmd in self.commands:
-            cmd.execution.on_resize()
+            try:
+                cmd.execution.on_resize()
+            except ModelError:
+                raise
+            except (ValueError, IndexError, TypeError, KeyError, NotImplementedError, AttributeError) as exc:
+                raise ModelError(f"op {cmd.name!r} ({op_type_name(cmd.op_type)}) on {cmd.backend}: "
+                                 f"cannot prepare: {exc}") from exc
             cmd.info = {"backend": cmd.backend, **cmd.execution.info()}
 
 

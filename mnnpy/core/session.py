@@ -142,12 +142,17 @@ class Session:
             raise ModelError(f"session is not resized ({self.resize_error}); call resizeTensor + resizeSession")
         for b in {id(self.main): self.main, id(self.backup): self.backup}.values():
             b.on_execute_begin()
-        for cmd in self.commands:
-            if before is not None and before(cmd) is False:
-                continue
-            cmd.execution.on_execute()
-            if after is not None and after(cmd) is False:
-                break
+        cmd = None
+        try:
+            for cmd in self.commands:
+                if before is not None and before(cmd) is False:
+                    continue
+                cmd.execution.on_execute()
+                if after is not None and after(cmd) is False:
+                    break
+        except (ValueError, TypeError, IndexError, KeyError) as exc:
+            where = f"op {cmd.name!r} ({op_type_name(cmd.op_type)})" if cmd is not None else "run"
+            raise ModelError(f"{where} failed: {exc}") from exc
         for b in {id(self.main): self.main, id(self.backup): self.backup}.values():
             b.on_execute_end()
         COUNTERS["runs"] += 1

@@ -3,6 +3,10 @@
 ``plan_conv2d`` chooses, per convolution and input shape, between 1x1 GEMM (optionally Strassen), Winograd
 F(u, k), im2col GEMM, the depthwise kernel and the deconvolution kernel. It needs no arrays, so the session can
 call it at resize time and report the costs it compared (``session.info()``).
+
+One departure from MNN, measured: Winograd and im2col costs both include the weights streamed per run
+(``weight_traffic``), which MNN's flop-only rate leaves out; numpy reads alpha² x ic x oc transformed weights from
+memory every run, which makes small units (or im2col) win on deep layers with few pixels.
 """
 
 from __future__ import annotations
@@ -14,6 +18,12 @@ from typing import Protocol
 ALGORITHMS = ("gemm1x1", "strassen", "winograd", "im2col", "depthwise", "deconv")
 WINOGRAD_ALPHAS = (4, 6, 8)  # alpha = u + k - 1 values with MNN destination-transform kernels
 WINOGRAD_MAX_FORCED_ALPHA = 10  # forcing may go beyond MNN's set; numerical error grows with alpha
+# Cost units (flop-like) per transformed weight element the kernel streams in per run. numpy's GEMMs read the
+# alpha² x ic x oc Winograd weights (vs k² x ic x oc for im2col) from memory each run; at ~80 GFLOP/s and a few
+# GB/s of DRAM bandwidth one float read costs ~25 flops. Measured (1 thread, tools/bench_models ResNet-18 shapes,
+# min of 9 runs): 512ch 7x7 F(2,3) 2.3 ms < F(4,3) 3.0 < im2col 3.2; 64ch 56x56 F(4,3) 1.5 < F(6,3) 1.9 (MNN's
+# flop-only rate picks F(4,3) and F(6,3) there); UNet 64ch 256x256 keeps F(6,3).
+WINOGRAD_WEIGHT_COST = 25.0
 STRASSEN_MAX_DEPTH = 5
 STRASSEN_PENALTY = 1.5
 # Generic MNN matmul packing (eP, lP, hP) and the NC4HW4 pack P; they enter Strassen's recursion test.
@@ -92,6 +102,11 @@ def winograd_cost(ic: int, oc: int, oh: int, ow: int, k: int, unit: int) -> floa
     return float((2 * a * a * a * ic + 2 * a * a * ic * oc + (a + unit) * unit * 2 * a * oc) * tiles)
 
 
+def weight_traffic(ic: int, oc: int, taps: int) -> float:
+    """Cost of streaming ``taps`` x ic x oc weights once per run (``WINOGRAD_WEIGHT_COST`` per element)."""
+    return WINOGRAD_WEIGHT_COST * taps * ic * oc
+
+
 def winograd_memory(ic: int, oc: int, n: int, oh: int, ow: int, k: int, unit: int) -> int:
     """Float32 bytes of Winograd weights plus unblocked tile buffers (an upper bound; reported, not decided on)."""
     a = unit + k - 1
@@ -140,7 +155,7 @@ def plan_conv2d(params: ConvShape, in_shape: tuple[int, ...], threads: int = 1, 
     oh, ow = _out_hw(params, in_shape, pads)
     icg, ocg = ic // g, oc // g
     origin = float(ow * oh * 2 * icg * ocg * kh * kw * g)
-    costs: dict[str, float] = {"direct": origin}
+    costs: dict[str, float] = {"direct": origin + weight_traffic(icg, ocg, kh * kw) * g, "direct:flops": origin}
     depthwise_ok = g == ic == oc and (g > 1 or (kh, kw) != (1, 1))  # 1 channel: direct taps beat GEMMs
     is_1x1 = (kh, kw) == (1, 1) and params.stride == (1, 1) and pads == (0, 0, 0, 0)
     winograd_ok = kh == kw and kh > 1 and params.stride == (1, 1) and params.dilation == (1, 1)
@@ -158,11 +173,13 @@ def plan_conv2d(params: ConvShape, in_shape: tuple[int, ...], threads: int = 1, 
     if winograd_ok:
         best, best_rate = 0, 0.0
         for u in winograd_units(kh, oh, ow, threads):
-            cost = winograd_cost(icg, ocg, oh, ow, kh, u) * g
+            flops = winograd_cost(icg, ocg, oh, ow, kh, u) * g
+            cost = flops + weight_traffic(icg, ocg, (u + kh - 1) ** 2) * g
             costs[f"winograd:{u}"] = cost
+            costs[f"winograd:{u}:flops"] = flops
             costs[f"winograd:{u}:bytes"] = float(winograd_memory(ic, oc, in_shape[0], oh, ow, kh, u))
-            if origin / cost > best_rate:
-                best, best_rate = u, origin / cost
+            if costs["direct"] / cost > best_rate:
+                best, best_rate = u, costs["direct"] / cost
         if best and best_rate > 1.0:
             return ConvPlan("winograd", unit=best, costs=costs,
                             reason=f"F({best},{kh}): direct/winograd cost rate {best_rate:.2f} > 1")
@@ -191,7 +208,8 @@ def _forced(force: str, params: ConvShape, in_shape: tuple[int, ...], costs: dic
         k = params.kernel[0]
         if not arg:
             units = winograd_units(k, *out_hw) or [2]
-            unit = min(units, key=lambda u: winograd_cost(params.in_channels, params.out_channels, *out_hw, k, u))
+            ic, oc = params.in_channels, params.out_channels
+            unit = min(units, key=lambda u: winograd_cost(ic, oc, *out_hw, k, u) + weight_traffic(ic, oc, (u + k - 1) ** 2))
         elif arg.isdigit():
             unit = int(arg)
         else:

@@ -207,3 +207,26 @@ def test_resnet18_arena_under_40_percent(e2e: Any) -> None:
     np.testing.assert_allclose(_run(interp, s, x), e2e.ort(model, {"x": x})["y"], rtol=1e-4, atol=1e-5)
     mem = s.info()["memory"]
     assert mem["arena_bytes"] < 0.4 * mem["tensor_bytes"], mem
+
+
+def test_corrupted_models_fail_cleanly(resnet: tuple) -> None:
+    """Byte-mutated .mnn files either run or raise ModelError naming what is wrong; nothing else escapes."""
+    _, path = resnet
+    data = path.read_bytes()
+    rng = np.random.default_rng(13)
+    outcomes = {"ok": 0, "error": 0}
+    with np.errstate(all="ignore"):
+        for _ in range(60):
+            mutated = bytearray(data)
+            for _ in range(3):
+                mutated[int(rng.integers(0, len(mutated)))] = int(rng.integers(0, 256))
+            try:
+                interp = MNN.Interpreter(bytes(mutated))
+                s = interp.createSession()
+                for t in interp.getSessionInputAll(s).values():
+                    t.copyFrom(np.ones(t.getShape(), np.float32))
+                interp.runSession(s)
+                outcomes["ok"] += 1
+            except ModelError:
+                outcomes["error"] += 1
+    assert outcomes["ok"] + outcomes["error"] == 60
