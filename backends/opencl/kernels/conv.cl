@@ -136,3 +136,48 @@ __kernel void deconv2d(__global const float* x, __global const float4* wt, __glo
     }
     vstore4(activate4(acc, act), (ocn * out.y + oh) * out.z + ow, y);
 }
+
+// 1x1, stride 1, no padding: the N*H*W pixels of a channel block are contiguous, so work item (p4, oc) computes 4
+// consecutive flat pixels x 4 output channels. in = (pixels, IC4, 0, 0), out = (pixels, OC4, 0, 0).
+__kernel void conv1x1(__global const float* x, __global const float4* wt, __global const float4* bias,
+                      __global float* y, int4 in, int4 out, int act) {
+    int p = get_global_id(0) * 4;
+    int oc = get_global_id(1);
+    int np = in.x;
+    if (p >= np || oc >= out.y) {
+        return;
+    }
+    int left = np - p;
+    float4 bv = bias[oc];
+    float4 acc0 = bv;
+    float4 acc1 = bv;
+    float4 acc2 = bv;
+    float4 acc3 = bv;
+    __global const float4* wc = wt + (size_t)oc * in.y * 4;
+    for (int c = 0; c < in.y; ++c) {
+        __global const float* src = x + ((size_t)c * np + p) * 4;
+        float4 w0 = wc[c * 4];
+        float4 w1 = wc[c * 4 + 1];
+        float4 w2 = wc[c * 4 + 2];
+        float4 w3 = wc[c * 4 + 3];
+        float4 v0 = vload4(0, src);
+        float4 v1 = left > 1 ? vload4(1, src) : (float4)(0.0f);
+        float4 v2 = left > 2 ? vload4(2, src) : (float4)(0.0f);
+        float4 v3 = left > 3 ? vload4(3, src) : (float4)(0.0f);
+        acc0 += v0.x * w0 + v0.y * w1 + v0.z * w2 + v0.w * w3;
+        acc1 += v1.x * w0 + v1.y * w1 + v1.z * w2 + v1.w * w3;
+        acc2 += v2.x * w0 + v2.y * w1 + v2.z * w2 + v2.w * w3;
+        acc3 += v3.x * w0 + v3.y * w1 + v3.z * w2 + v3.w * w3;
+    }
+    __global float* dst = y + ((size_t)oc * np + p) * 4;
+    vstore4(activate4(acc0, act), 0, dst);
+    if (left > 1) {
+        vstore4(activate4(acc1, act), 1, dst);
+    }
+    if (left > 2) {
+        vstore4(activate4(acc2, act), 2, dst);
+    }
+    if (left > 3) {
+        vstore4(activate4(acc3, act), 3, dst);
+    }
+}

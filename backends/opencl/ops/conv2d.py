@@ -44,7 +44,8 @@ def pack_depthwise(weight: np.ndarray) -> np.ndarray:
 
 @opencl_kernel(fb.OpType.Convolution, fb.OpType.ConvolutionDepthwise, formats=("NC4HW4",))
 class ConvolutionExecution(CLExecution):
-    """Direct convolution: 4 output pixels x 4 output channels per work item; depthwise by its own kernel."""
+    """Direct convolution: 4 output pixels x 4 output channels per work item (1x1 stride 1 over flat pixels);
+    depthwise by its own kernel."""
 
     @classmethod
     def supports(cls, op: Any, inputs: list[TensorRef], outputs: list[TensorRef]) -> bool:
@@ -86,7 +87,14 @@ class ConvolutionExecution(CLExecution):
             args = [self.buf(x), self.constant(packed), self.constant(bias), self.buf(y), *shape_args]
             self.launch("conv", "dwconv2d", args, (ow, oh, _c4(oc) * n))
             return
-        self.algorithm = "direct1x1" if kernel == (1, 1) else "direct"
         packed = pack_dense(weight, ic, group)
+        if kernel == (1, 1) and stride == (1, 1) and pads == (0, 0, 0, 0):
+            self.algorithm = "conv1x1"
+            pixels = n * h * w
+            args = [self.buf(x), self.constant(packed), self.constant(bias), self.buf(y), int4(pixels, _c4(ic)),
+                    int4(pixels, _c4(oc)), np.int32(act)]
+            self.launch("conv", "conv1x1", args, (-(-pixels // 4), _c4(oc)))
+            return
+        self.algorithm = "direct"
         args = [self.buf(x), self.constant(packed), self.constant(bias), self.buf(y), *shape_args]
         self.launch("conv", "conv2d", args, (-(-ow // 4), oh, _c4(oc) * n))
