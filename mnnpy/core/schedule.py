@@ -94,9 +94,12 @@ class Scheduler:
         return j
 
     def _input_format(self, i: int, pos: int, formats: Sequence[str], before: list[Command]) -> int:
-        """Input 0 is converted to the kernel's preferred format; other inputs only leave NC4HW4 if unsupported."""
+        """Input 0 is converted to the kernel's preferred format; other inputs only leave NC4HW4 if unsupported.
+
+        A plain ("NCHW") kernel works in the tensor's own dim order, so NHWC tensors (TF models) pass as they are.
+        """
         fmt = self.g.descs[i].fmt
-        if fmt in formats:
+        if fmt in formats or (fmt == "NHWC" and "NCHW" in formats):
             return i
         if pos == 0:
             return self._convert(i, formats[0], before)
@@ -126,7 +129,7 @@ class Scheduler:
         outs = []
         for o in cmd.outputs:
             d = self.g.descs[o]
-            if d.fmt not in formats:
+            if d.fmt not in formats and not (d.fmt == "NHWC" and "NCHW" in formats):
                 d = d.with_(fmt=formats[0])
                 self.g.descs[o] = d
             outs.append(self.ref(o))

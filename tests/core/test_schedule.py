@@ -74,3 +74,23 @@ def test_cpu_fallback_inserts_copies() -> None:
     s.write(s.input_index("x"), x)
     s.run()
     np.testing.assert_array_equal(s.read(s.output_index("y")), -np.abs(np.transpose(x, (2, 0, 1))))
+
+
+def test_nhwc_tensors_pass_plain_kernels() -> None:
+    nb = NetBuilder()
+    nb.input("x", (1, 4, 5, 3))
+    nb.net.oplists[0].main.dformat = 1  # NHWC, as TF models declare
+    nb.unary("x", "a", 0)
+    p = fb.TensorConvertInfoT()
+    p.source, p.dest = 1, 2
+    nb.op(fb.OpType.ConvertTensor, ["a"], ["b"], fb.OpParameter.TensorConvertInfo, p)
+    nb.unary("b", "y", 1)
+    nb.outputs("y", "a")
+    s = Session(nb.net)
+    assert s.tensor_ref(s.output_index("a")).desc.fmt == "NHWC"
+    assert s.tensor_ref(s.output_index("y")).desc.shape == (1, 3, 4, 5)
+    x = np.random.default_rng(1).standard_normal((1, 4, 5, 3)).astype(np.float32)
+    s.write(s.input_index("x"), x)
+    s.run()
+    np.testing.assert_array_equal(s.read(s.output_index("a")), np.abs(x))
+    np.testing.assert_array_equal(s.read(s.output_index("y")), -np.abs(np.transpose(x, (0, 3, 1, 2))))
