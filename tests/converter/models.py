@@ -120,3 +120,21 @@ def encoder_layer_model(batch: int = 2, seq: int = 9, hidden: int = 16, heads: i
     b.nodes.append(oh.make_node("Add", [x, ffn], ["y"]))
     model = make_model(b.nodes, [("x", F, [batch, seq, hidden])], ["y"], b.inits, opset=17)
     return model, {"x": b.rng.standard_normal((batch, seq, hidden)).astype(np.float32)}
+
+
+def resnet18_model(size: int = 64) -> tuple[Any, dict[str, np.ndarray]]:
+    """ResNet-18 topology (11.7 M random weights, ~47 MB), for conversion-speed and end-to-end checks."""
+    b = Builder(18)
+    y = b.conv_bn("x", 3, 64, 7, stride=2)
+    y = b.op("MaxPool", [y], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    cin = 64
+    for cout, stride in ((64, 1), (64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2), (512, 1)):
+        z = b.conv_bn(y, cin, cout, 3, stride=stride)
+        z = b.conv_bn(z, cout, cout, 3, act=None)
+        short = y if stride == 1 and cin == cout else b.conv_bn(y, cin, cout, 1, stride=stride, act=None)
+        y = b.op("Relu", [b.op("Add", [z, short])])
+        cin = cout
+    y = b.op("Flatten", [b.op("GlobalAveragePool", [y])])
+    b.nodes.append(oh.make_node("Gemm", [y, b.weight(1000, 512, scale=0.05), b.weight(1000)], ["y"], transB=1))
+    model = make_model(b.nodes, [("x", F, [1, 3, size, size])], ["y"], b.inits, opset=13)
+    return model, {"x": b.rng.standard_normal((1, 3, size, size)).astype(np.float32)}

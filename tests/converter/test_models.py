@@ -44,3 +44,18 @@ def test_encoder_layer(tmp_path: Path) -> None:
 def test_encoder_layer_other_shape(tmp_path: Path) -> None:
     model, feeds = encoder_layer_model(batch=1, seq=13, hidden=24, heads=3)
     check_model(model, feeds, tmp_path)
+
+
+def test_resnet18_converts_fast_and_matches(tmp_path: Path) -> None:
+    """Issue acceptance: ResNet-18 (~47 MB of weights) converts in under 5 s and runs in official MNN."""
+    from mnnpy.converter import convert
+
+    from .helpers import onnx, rel_diff, run_mnn, run_ort
+    from .models import resnet18_model
+
+    model, feeds = resnet18_model(size=32)
+    src = tmp_path / "r18.onnx"
+    onnx.save(model, str(src))
+    _, report = convert(src, tmp_path / "r18.mnn")
+    assert report.seconds < 5.0, report.summary()
+    assert rel_diff(run_mnn(tmp_path / "r18.mnn", feeds, ["y"])[0], run_ort(model, feeds)[0]) <= 1e-4
