@@ -123,8 +123,7 @@ class Tensor:
 
     def copyFrom(self, other: Any) -> bool:
         """Copy values from a host Tensor or an array, converting layout (MNN: `Tensor.copyFrom`)."""
-        src = other._host_in(self.getDimensionType() if self._session is None else Tensor_DimensionType_Caffe) \
-            if isinstance(other, Tensor) else np.asarray(other)
+        src = other._host_in(self.getDimensionType()) if isinstance(other, Tensor) else np.asarray(other)
         shape = self.getShape()
         if int(np.prod(src.shape)) != int(np.prod(shape)):
             name = self._ref.name if self._session is not None else "host tensor"
