@@ -160,3 +160,17 @@ def test_dynamic_input_needs_resize(e2e: object) -> None:
     interp.runSession(s)
     want = e2e.ort(small_cnn(("N", 3, "H", "W")), {"x": x})["z"]
     np.testing.assert_allclose(interp.getSessionOutput(s).getNumpyData(), want, rtol=1e-4, atol=1e-6)
+
+
+def test_host_tensor_layouts() -> None:
+    x = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
+    caffe = MNN.Tensor((1, 2, 3, 4), MNN.Halide_Type_Float, x, MNN.Tensor_DimensionType_Caffe)
+    tf = MNN.Tensor((1, 3, 4, 2), MNN.Halide_Type_Float, MNN.Tensor_DimensionType_Tensorflow)
+    tf.copyFrom(caffe)
+    np.testing.assert_array_equal(tf.getNumpyData(), np.transpose(x, (0, 2, 3, 1)))
+    back = MNN.Tensor(tf, MNN.Tensor_DimensionType_Caffe)
+    np.testing.assert_array_equal(back.getNumpyData(), x)
+    assert caffe.getElementSize() == 24 and caffe.getData()[:3] == (0.0, 1.0, 2.0)
+    assert caffe.getDataType() is MNN.Halide_Type_Float and caffe.getDimensionType() == 1
+    ints = MNN.Tensor((2,), MNN.Halide_Type_Int, (3, 4), MNN.Tensor_DimensionType_Caffe)
+    assert ints.getDataType() is MNN.Halide_Type_Int and ints.getNumpyData().tolist() == [3, 4]
