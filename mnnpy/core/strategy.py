@@ -209,7 +209,8 @@ def _forced(force: str, params: ConvShape, in_shape: tuple[int, ...], costs: dic
         if not arg:
             units = winograd_units(k, *out_hw) or [2]
             ic, oc = params.in_channels, params.out_channels
-            unit = min(units, key=lambda u: winograd_cost(ic, oc, *out_hw, k, u) + weight_traffic(ic, oc, (u + k - 1) ** 2))
+            totals = {u: winograd_cost(ic, oc, *out_hw, k, u) + weight_traffic(ic, oc, (u + k - 1) ** 2) for u in units}
+            unit = min(units, key=totals.__getitem__)
         elif arg.isdigit():
             unit = int(arg)
         else:

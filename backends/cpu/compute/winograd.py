@@ -88,11 +88,18 @@ def winograd_matrices(m: int, r: int, interp: Fraction = Fraction(1)) -> tuple[n
 
 
 def transform_weights(weight: np.ndarray, unit: int, icp: int, ocp: int) -> np.ndarray:
-    """Transform ``[G, ocg, icg, k, k]`` weights to ``U = G g Gᵀ`` laid out ``[G, alpha², icp, ocp]`` (zero-padded)."""
+    """Transform ``[G, ocg, icg, k, k]`` weights to ``U = G g Gᵀ`` laid out ``[G, alpha², icp, ocp]`` (zero-padded).
+
+    ``U[x, y] = Σ_ab G[x, a] G[y, b] g[a, b]`` for every filter is one GEMM ``(G ⊗ G) @ g``: the Kronecker product
+    (alpha² x k², float64, rounded once) times all filters laid out ``[k², G·icg·ocg]``, which is the packed order,
+    so the result needs no transpose for one group. (A five-axis einsum here dominated ResNet's createSession.)
+    """
     groups, ocg, icg, k, _ = weight.shape
     _, _, gm = winograd_matrices(unit, k, default_interp(unit + k - 1))
     alpha = unit + k - 1
-    u = np.einsum("xa,goiab,yb->gxyio", gm, weight.astype(np.float64), gm)
+    kron = np.kron(gm, gm).astype(np.float32)  # row x*alpha + y, column a*k + b
+    taps = np.ascontiguousarray(weight.transpose(3, 4, 0, 2, 1), dtype=np.float32).reshape(k * k, -1)
     packed = np.zeros((groups, alpha * alpha, icp, ocp), dtype=np.float32)
-    packed[:, :, :icg, :ocg] = u.reshape(groups, alpha * alpha, icg, ocg)
+    u = (kron @ taps).reshape(alpha * alpha, groups, icg, ocg)
+    packed[:, :, :icg, :ocg] = u.transpose(1, 0, 2, 3)
     return packed

@@ -9,6 +9,7 @@ from mnnpy.core.strategy import (
     plan_conv2d,
     strassen_depth,
     strassen_should_recurse,
+    weight_traffic,
     winograd_cost,
     winograd_units,
 )
@@ -75,3 +76,13 @@ def test_strassen_rule() -> None:
     assert strassen_depth(4096, 4096, 4096) == 4
     assert strassen_depth(4096, 4096, 4096, max_depth=2) == 2
     assert strassen_depth(512, 12, 512) == 0  # l not divisible by 2 * pack
+
+
+def test_weight_traffic_prefers_small_units_on_deep_layers() -> None:
+    plan = plan_conv2d(params(3, ic=512, oc=512), (1, 512, 7, 7))
+    assert plan.algorithm == "winograd" and plan.unit == 2
+    flop_only = {u: plan.costs["direct:flops"] / plan.costs[f"winograd:{u}:flops"] for u in (2, 4)}
+    assert max(flop_only, key=flop_only.get) == 4  # MNN's flop-only rate would take F(4,3)
+    assert plan.costs["winograd:4"] - plan.costs["winograd:4:flops"] == weight_traffic(512, 512, 36)
+    assert plan_conv2d(params(3), (1, 64, 256, 256)).unit == 6  # big images keep the big tile
+    assert plan_conv2d(params(3), (1, 64, 56, 56)).unit == 4
