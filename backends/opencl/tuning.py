@@ -12,8 +12,6 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import pyopencl as cl
-
 LEVELS = ("none", "fast", "normal", "wide", "heavy")
 MAX_CANDIDATES = {"fast": 8, "normal": 24, "wide": 48, "heavy": 512}
 
@@ -66,6 +64,8 @@ def candidates(gws: Sequence[int], level: str, max_group: int, max_items: Sequen
 
 def measure(queue: Any, kernel: Any, gws: Sequence[int], local_sizes: list[tuple[int, ...]]) -> tuple[int, ...] | None:
     """Time each candidate (and the driver's choice) once; return the fastest (None = driver's choice)."""
+    import pyopencl as cl
+
     best: tuple[int, ...] | None = None
     best_time = math.inf
     cl.enqueue_nd_range_kernel(queue, kernel, tuple(int(g) for g in gws), None).wait()  # warm-up

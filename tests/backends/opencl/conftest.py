@@ -1,12 +1,24 @@
-"""Fixtures for the OpenCL backend tests: skip everything when no OpenCL device can compile kernels."""
+"""Fixtures for the OpenCL backend tests; every test here is skipped, with the reason, when no OpenCL device that
+compiles kernels is present (`OpenCLRuntime.is_available()` false, pyopencl missing included)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from mnnpy.backends.opencl.runtime import OpenCLRuntime
 
-if not OpenCLRuntime.is_available():
-    pytest.skip(f"OpenCL device absent: {OpenCLRuntime.unavailable_reason()}", allow_module_level=True)
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark this folder's tests skipped when the OpenCL runtime is unavailable."""
+    if OpenCLRuntime.is_available():
+        return
+    marker = pytest.mark.skip(reason=f"OpenCL device absent: {OpenCLRuntime.unavailable_reason()}")
+    for item in items:
+        if HERE in Path(str(item.fspath)).parents:
+            item.add_marker(marker)
 
 
 @pytest.fixture(scope="session")

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from mnnpy.backends.opencl.backend import OpenCLBackend
 from mnnpy.schema import mnn_generated as fb
 
 from mnnpy.core.backend import Execution, StorageType, TensorRef
 from mnnpy.core.ir import NC4HW4, NCHW, TensorDesc
+
+if TYPE_CHECKING:
+    from mnnpy.backends.opencl.backend import OpenCLBackend
 
 AWKWARD_CHANNELS = (1, 3, 13, 127)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from mnnpy.backends.opencl.ops.interp import axis_table
 from mnnpy.schema import mnn_generated as fb
 
 from .helpers import AWKWARD_CHANNELS, Harness, assert_close, make_op, rand
@@ -18,6 +17,8 @@ def interp_op(kind: int, align: bool = False, half: bool = False) -> fb.OpT:
 
 def reference_resize(x: np.ndarray, oh: int, ow: int, kind: int, mode: int) -> np.ndarray:
     """Separable resize from the same per-axis tables, applied with numpy (float64)."""
+    from mnnpy.backends.opencl.ops.interp import axis_table
+
     h, w = x.shape[2:]
     hi, hw = axis_table(oh, h, oh / h, mode, kind, -0.75)
     wi, ww = axis_table(ow, w, ow / w, mode, kind, -0.75)
@@ -26,6 +27,8 @@ def reference_resize(x: np.ndarray, oh: int, ow: int, kind: int, mode: int) -> n
 
 
 def test_axis_tables_match_known_values() -> None:
+    from mnnpy.backends.opencl.ops.interp import axis_table
+
     idx, weights = axis_table(4, 2, 2.0, 4, 1, -0.75)  # nearest, asymmetric, x2
     assert idx[:, 0].tolist() == [0, 0, 1, 1] and np.all(weights == 1)
     idx, weights = axis_table(3, 2, 1.5, 1, 2, -0.75)  # bilinear, align corners: 0, 0.5, 1
