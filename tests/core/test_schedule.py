@@ -94,3 +94,22 @@ def test_nhwc_tensors_pass_plain_kernels() -> None:
     s.run()
     np.testing.assert_array_equal(s.read(s.output_index("a")), np.abs(x))
     np.testing.assert_array_equal(s.read(s.output_index("y")), -np.abs(np.transpose(x, (0, 3, 1, 2))))
+
+
+def test_group_norm_kernel() -> None:
+    nb = NetBuilder()
+    nb.input("x", (2, 6, 3, 5))
+    p = fb.GroupNormT()
+    p.group, p.epsilon, p.axis = 3, 1e-5, 1
+    rng = np.random.default_rng(2)
+    p.gamma, p.beta = rng.standard_normal(6).astype(np.float32), rng.standard_normal(6).astype(np.float32)
+    nb.op(fb.OpType.GroupNorm, ["x"], ["y"], fb.OpParameter.GroupNorm, p)
+    nb.outputs("y")
+    s = Session(nb.net)
+    x = rng.standard_normal((2, 6, 3, 5)).astype(np.float32)
+    s.write(s.input_index("x"), x)
+    s.run()
+    g = x.reshape(2, 3, -1)
+    want = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5)).reshape(x.shape)
+    want = want * p.gamma.reshape(1, 6, 1, 1) + p.beta.reshape(1, 6, 1, 1)
+    np.testing.assert_allclose(s.read(s.output_index("y")), want, rtol=1e-5, atol=1e-5)

@@ -61,3 +61,35 @@ class Scale(CPUExecution):
     def on_execute(self) -> None:
         np.multiply(self.x.array, self.scale, out=self.y.array)
         self.y.array += self.bias
+
+
+@cpu_kernel(OT.GroupNorm)
+class GroupNorm(CPUExecution):
+    """Normalise over channel groups (and the spatial area), then per-channel gamma/beta, optional swish."""
+
+    def on_resize(self) -> None:
+        p = self.op.main
+        shape = self.x.desc.shape
+        self.group = int(p.group or 1)
+        if len(shape) < 2 or shape[1] % self.group:
+            raise ModelError(f"op {self.op.name!r}: shape {shape} does not split into {self.group} channel groups")
+        self.eps = float(p.epsilon)
+        bcast = (1, shape[1]) + (1,) * (len(shape) - 2)
+        self.gamma = None if p.gamma is None or not len(p.gamma) else np.asarray(p.gamma, np.float32).reshape(bcast)
+        self.beta = None if p.beta is None or not len(p.beta) else np.asarray(p.beta, np.float32).reshape(bcast)
+        self.swish = bool(getattr(p, "bSwish", 0))
+        self.algorithm = "groupnorm"
+
+    def on_execute(self) -> None:
+        x, y = self.x.array, self.y.array
+        n = x.shape[0]
+        g = x.reshape(n, self.group, -1)
+        mean = g.mean(axis=-1, keepdims=True)
+        var = g.var(axis=-1, keepdims=True)
+        np.copyto(y.reshape(n, self.group, -1), (g - mean) / np.sqrt(var + self.eps))
+        if self.gamma is not None:
+            y *= self.gamma
+        if self.beta is not None:
+            y += self.beta
+        if self.swish:
+            y *= 1.0 / (1.0 + np.exp(-y))

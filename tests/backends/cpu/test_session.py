@@ -151,7 +151,7 @@ def test_unsupported_op_is_named() -> None:
         Session(nb.net)
     nb = NetBuilder()
     nb.input("x", (2, 3, 4))
-    nb.op(fb.OpType.GroupNorm, ["x"], ["y"], name="gn_no_kernel")
+    nb.op(fb.OpType.BatchNorm, ["x"], ["y"], name="gn_no_kernel")
     nb.outputs("y")
     with pytest.raises(ModelError, match="gn_no_kernel"):
         Session(nb.net)
