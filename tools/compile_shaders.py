@@ -2,8 +2,8 @@
 
 Every `backends/vulkan/shaders/*.comp` is compiled with `glslangValidator -V --target-env vulkan1.1`, validated
 with `spirv-val --target-env vulkan1.1` and written next to its source as `<name>.spv` (committed, shipped as
-package data, so the runtime never needs a compiler). Files named in `VARIANTS` are also compiled with extra
-macro definitions into `<name>_<suffix>.spv`.
+package data, so the runtime never needs a compiler). Every shader is also compiled with the macro definitions of
+each entry of `VARIANTS` into `<name>_<suffix>.spv` (today: `_fp16`, tensors stored as 16-bit floats).
 
 Usage:
     python tools/compile_shaders.py            # (re)write the .spv files
@@ -21,8 +21,8 @@ from pathlib import Path
 
 SHADER_DIR = Path(__file__).resolve().parent.parent / "backends" / "vulkan" / "shaders"
 TARGET_ENV = "vulkan1.1"
-# shader stem -> {variant suffix: macro definitions}; empty today (fused activations are push constants).
-VARIANTS: dict[str, dict[str, tuple[str, ...]]] = {}
+# variant suffix -> macro definitions, built for every shader (fused activations are push constants, not variants).
+VARIANTS: dict[str, tuple[str, ...]] = {"fp16": ("FP16",)}
 
 
 class ShaderError(RuntimeError):
@@ -40,7 +40,7 @@ def targets(shader_dir: Path = SHADER_DIR) -> list[tuple[Path, str, tuple[str, .
     out: list[tuple[Path, str, tuple[str, ...]]] = []
     for src in sorted(shader_dir.glob("*.comp")):
         out.append((src, f"{src.stem}.spv", ()))
-        for suffix, macros in sorted(VARIANTS.get(src.stem, {}).items()):
+        for suffix, macros in sorted(VARIANTS.items()):
             out.append((src, f"{src.stem}_{suffix}.spv", macros))
     return out
 

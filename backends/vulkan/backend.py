@@ -17,10 +17,14 @@ the host in its `on_execute`, and the backend turns *eager* (each execution subm
 Constant inputs (weights, folded values) are uploaded once per resize.
 
 Feature maps are NC4HW4 as `[N][ceil(C/4)][H*W][4]` (same as the CPU backend and `TensorDesc.physical_shape`).
+With `precision='low'` (and 16-bit storage on the device) tensors are stored as float16 (the shaders' `_fp16`
+variants convert on load/store and compute in fp32; weights stay fp32): tensor arrays are then float16 views and
+`on_copy` converts.
 """
 
 from __future__ import annotations
 
+import math
 import struct
 import sys
 from collections.abc import Callable, Sequence
@@ -88,6 +92,9 @@ class VulkanBackend(Backend):
         self._weights: dict[tuple[int, str], tuple[Any, Binding]] = {}
         self._weights_used: set[tuple[int, str]] = set()
         self.eager = False
+        low = str(self.config.get("precision", "normal")).lower() == "low"
+        self.fp16 = low and bool(getattr(self.vdev, "fp16_storage", False))
+        self.tensor_dtype = np.dtype(np.float16 if self.fp16 else np.float32)
         if self.vdev.limits.min_storage_alignment > memory.ALIGN:
             raise ValueError(f"device needs {self.vdev.limits.min_storage_alignment}-byte storage offsets")
 
@@ -125,14 +132,19 @@ class VulkanBackend(Backend):
         self.descriptors.reset()
         self._cursor = self._done = 0
 
+    def storage_bytes(self, tensor: TensorRef) -> int:
+        """Bytes a tensor occupies on the device (halved for float16 storage)."""
+        return math.prod(tensor.desc.physical_shape) * self.tensor_dtype.itemsize
+
     def on_acquire(self, tensor: TensorRef, storage: StorageType) -> None:
+        nbytes = self.storage_bytes(tensor)
         if storage == StorageType.STATIC:
-            buf = DeviceBuffer(self.vdev, tensor.desc.nbytes, COUNTERS)
+            buf = DeviceBuffer(self.vdev, nbytes, COUNTERS)
             self._static.append(buf)
-            self._bindings[tensor.index] = Binding(buf, 0, max(tensor.desc.nbytes, 16))
-            tensor.array = buf.array(0, tensor.desc.dtype, tensor.desc.physical_shape)
+            self._bindings[tensor.index] = Binding(buf, 0, max(nbytes, 16))
+            tensor.array = buf.array(0, self.tensor_dtype, tensor.desc.physical_shape)
             return
-        self._chunks[tensor.index] = (tensor, self._planner.acquire(tensor.desc.nbytes))
+        self._chunks[tensor.index] = (tensor, self._planner.acquire(nbytes))
 
     def on_release(self, tensor: TensorRef, storage: StorageType) -> None:
         item = self._chunks.get(tensor.index)
@@ -144,8 +156,8 @@ class VulkanBackend(Backend):
         if self._arena is None or self._arena.size < need:
             self._arena = DeviceBuffer(self.vdev, need, COUNTERS)
         for ref, chunk in self._chunks.values():
-            self._bindings[ref.index] = Binding(self._arena, chunk.offset, max(ref.desc.nbytes, 16))
-            ref.array = self._arena.array(chunk.offset, ref.desc.dtype, ref.desc.physical_shape)
+            self._bindings[ref.index] = Binding(self._arena, chunk.offset, max(self.storage_bytes(ref), 16))
+            ref.array = self._arena.array(chunk.offset, self.tensor_dtype, ref.desc.physical_shape)
         self.eager = False
 
     def on_clear(self) -> None:
@@ -173,16 +185,18 @@ class VulkanBackend(Backend):
             return found, False
         if tensor.const and tensor.array is not None:
             if tensor.index not in self._const:
-                self._const[tensor.index] = self.upload(np.asarray(tensor.array).reshape(tensor.desc.physical_shape))
+                value = np.asarray(tensor.array).reshape(tensor.desc.physical_shape)
+                self._const[tensor.index] = self.upload(value, self.tensor_dtype)
             return self._const[tensor.index], False
         self.eager = True
-        buf = DeviceBuffer(self.vdev, tensor.desc.nbytes, COUNTERS)
+        buf = DeviceBuffer(self.vdev, self.storage_bytes(tensor), COUNTERS)
         self._static.append(buf)
-        return Binding(buf, 0, max(tensor.desc.nbytes, 16)), True
+        return Binding(buf, 0, max(self.storage_bytes(tensor), 16)), True
 
-    def upload(self, array: np.ndarray) -> Binding:
-        """A new STATIC device buffer holding `array` (weights packed in `on_resize`; int32 stays int32)."""
-        dtype = np.int32 if np.asarray(array).dtype.kind in "iu" else np.float32
+    def upload(self, array: np.ndarray, dtype: Any = None) -> Binding:
+        """A new STATIC device buffer holding `array` (weights packed in `on_resize`: float32, int32 stays int32)."""
+        if dtype is None:
+            dtype = np.int32 if np.asarray(array).dtype.kind in "iu" else np.float32
         data = np.ascontiguousarray(array, dtype=dtype)
         buf = DeviceBuffer(self.vdev, data.nbytes, COUNTERS)
         view = buf.array(0, dtype, data.shape)

@@ -42,7 +42,7 @@ class DeviceLimits:
 
     @property
     def fp16(self) -> bool:
-        """Whether fp16 storage + arithmetic can be used (for precision='low')."""
+        """Whether fp16 storage + arithmetic could be used (precision='low' needs only 16-bit storage today)."""
         return self.shader_float16 and self.storage_buffer_16bit
 
 
@@ -109,9 +109,14 @@ class VulkanDevice:
         queue_info = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.queue_family, queueCount=1,
                                                 pQueuePriorities=priorities)
         queue_infos = [queue_info]
-        dev_info = vk.VkDeviceCreateInfo(queueCreateInfoCount=1, pQueueCreateInfos=queue_infos)
+        storage16 = vk.ffi.new("VkPhysicalDevice16BitStorageFeatures*")
+        storage16.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES
+        storage16.storageBuffer16BitAccess = int(self.limits.storage_buffer_16bit)
+        dev_info = vk.VkDeviceCreateInfo(queueCreateInfoCount=1, pQueueCreateInfos=queue_infos,
+                                         pNext=storage16 if self.limits.storage_buffer_16bit else None)
         self.device = vk.vkCreateDevice(self.physical, dev_info, None)
-        del queue_info, queue_infos, priorities
+        self.fp16_storage = self.limits.storage_buffer_16bit
+        del queue_info, queue_infos, priorities, dev_info, storage16
         self.queue = vk.vkGetDeviceQueue(self.device, self.queue_family, 0)
         pool_info = vk.VkCommandPoolCreateInfo(queueFamilyIndex=self.queue_family,
                                                flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT)

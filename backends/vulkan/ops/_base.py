@@ -59,12 +59,13 @@ class VulkanExecution(Execution):
         """Prepare one launch of `shader` over `items` invocations (grid-stride loops cover the rest)."""
         push = pack_push(push_fmt, *push_values)
         vdev = self.backend.vdev
-        pipe = vdev.pipelines.get(shader, len(reads) + len(writes), len(push), vdev.group_size())
+        name = f"{shader}_fp16" if self.backend.fp16 else shader
+        pipe = vdev.pipelines.get(name, len(reads) + len(writes), len(push), vdev.group_size())
         self._end = self.backend.add_dispatch(pipe, reads, writes, push, items)
 
-    def upload(self, array: np.ndarray) -> Binding:
-        """Static device copy of a weight array (kept by this execution)."""
-        binding = self.backend.upload(array)
+    def upload(self, array: np.ndarray, dtype: Any = None) -> Binding:
+        """Static device copy of a weight array (kept by this execution); float32 unless `dtype` is given."""
+        binding = self.backend.upload(array, dtype)
         self.weights.append(binding)
         return binding
 

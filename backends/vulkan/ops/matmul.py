@@ -57,6 +57,6 @@ class VulkanMatMul(VulkanExecution):
         if len(self.inputs) == 3:
             bias = self.bind(self.inputs[2])
         else:
-            bias = self.upload_once("zero_bias", lambda: np.zeros(4, np.float32))
+            bias = self.upload(np.zeros(4), self.backend.tensor_dtype)  # read as a tensor: tensor storage type
         values = (m, n, k, total, a_batch, *a_stride, int(len(self.inputs) == 3), b_batch, *b_stride, 0)
         self.dispatch("matmul", [self.bind(a), self.bind(b), bias], [self.bind(c)], "12i", values, total)

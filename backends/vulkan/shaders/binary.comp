@@ -1,11 +1,12 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#include "types.glsl"
 // Elementwise binary op with numpy broadcasting, in the logical index space (rank <= 4 after dim merging).
 // Op codes are MNN's BinaryOpOperation values; zero strides broadcast an input along a dimension.
 layout(local_size_x_id = 0) in;
-layout(std430, binding = 0) readonly buffer A { float a[]; };
-layout(std430, binding = 1) readonly buffer B { float b[]; };
-layout(std430, binding = 2) writeonly buffer Out { float o[]; };
+layout(std430, binding = 0) readonly buffer A { TFLOAT a[]; };
+layout(std430, binding = 1) readonly buffer B { TFLOAT b[]; };
+layout(std430, binding = 2) writeonly buffer Out { TFLOAT o[]; };
 layout(push_constant) uniform Params {
     ivec4 dims;       // output dims (innermost last)
     ivec4 a_stride;   // logical element strides of A per output dim
@@ -52,8 +53,8 @@ void main() {
             ib += k * p.b_stride[d];
             r = q;
         }
-        float x = a[phys_index(ia, p.fmt_ab.x, p.fmt_ab.y)];
-        float y = b[phys_index(ib, p.fmt_ab.z, p.fmt_ab.w)];
-        o[phys_index(i, p.fmt_o.x, p.fmt_o.y)] = clamp(apply(p.fmt_o.w, x, y), p.act_min, p.act_max);
+        float x = float(a[phys_index(ia, p.fmt_ab.x, p.fmt_ab.y)]);
+        float y = float(b[phys_index(ib, p.fmt_ab.z, p.fmt_ab.w)]);
+        o[phys_index(i, p.fmt_o.x, p.fmt_o.y)] = TFLOAT(clamp(apply(p.fmt_o.w, x, y), p.act_min, p.act_max));
     }
 }

@@ -1,14 +1,15 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#include "types.glsl"
 // General 2-D convolution on NC4HW4 tensors. One invocation computes 4 neighbouring output texels along x
 // (n, oc/4, oh, ow..ow+3), so every weight load feeds 4 outputs.
 // Weights are packed as [OC/4][IC/4][KH][KW][4] vec4s: entry k of a block holds the 4 output channels' weights
 // for input channel 4*ic4 + k. Bias is [OC/4] vec4; the result is clamped to [act_min, act_max] (ReLU/ReLU6).
 layout(local_size_x_id = 0) in;
-layout(std430, binding = 0) readonly buffer In { vec4 x[]; };
+layout(std430, binding = 0) readonly buffer In { TVEC4 x[]; };
 layout(std430, binding = 1) readonly buffer Weight { vec4 w[]; };
 layout(std430, binding = 2) readonly buffer Bias { vec4 bias[]; };
-layout(std430, binding = 3) writeonly buffer Out { vec4 y[]; };
+layout(std430, binding = 3) writeonly buffer Out { TVEC4 y[]; };
 layout(push_constant) uniform Params {
     ivec4 in_size;   // W, H, IC (real channels), IC4
     ivec4 out_size;  // W, H, OC4, work items (N * OC4 * OH * ceil(OW / 4))
@@ -23,7 +24,7 @@ vec4 tap(int row, int ix, bvec4 valid) {
     if (ix < 0 || ix >= p.in_size.x) {
         return vec4(0.0);
     }
-    return mix(vec4(0.0), x[row + ix], valid);
+    return mix(vec4(0.0), vec4(x[row + ix]), valid);
 }
 
 void main() {
@@ -68,9 +69,9 @@ void main() {
             }
         }
         int out_row = ((n * oc4_n + oc4) * oh_n + oh) * p.out_size.x;
-        y[out_row + ow] = clamp(acc0, vec4(p.act_min), vec4(p.act_max));
-        if (ow + 1 < p.out_size.x) y[out_row + ow + 1] = clamp(acc1, vec4(p.act_min), vec4(p.act_max));
-        if (ow + 2 < p.out_size.x) y[out_row + ow + 2] = clamp(acc2, vec4(p.act_min), vec4(p.act_max));
-        if (ow + 3 < p.out_size.x) y[out_row + ow + 3] = clamp(acc3, vec4(p.act_min), vec4(p.act_max));
+        y[out_row + ow] = TVEC4(clamp(acc0, vec4(p.act_min), vec4(p.act_max)));
+        if (ow + 1 < p.out_size.x) y[out_row + ow + 1] = TVEC4(clamp(acc1, vec4(p.act_min), vec4(p.act_max)));
+        if (ow + 2 < p.out_size.x) y[out_row + ow + 2] = TVEC4(clamp(acc2, vec4(p.act_min), vec4(p.act_max)));
+        if (ow + 3 < p.out_size.x) y[out_row + ow + 3] = TVEC4(clamp(acc3, vec4(p.act_min), vec4(p.act_max)));
     }
 }

@@ -1,12 +1,13 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#include "types.glsl"
 // Transposed 2-D convolution on NC4HW4 tensors as a gather: output texel (n, oc/4, oy, ox) sums the input pixels
 // iy = (oy + pad_y - ky*dil_y) / stride_y (when divisible and in range), same for x. Weight packing as conv2d.comp.
 layout(local_size_x_id = 0) in;
-layout(std430, binding = 0) readonly buffer In { vec4 x[]; };
+layout(std430, binding = 0) readonly buffer In { TVEC4 x[]; };
 layout(std430, binding = 1) readonly buffer Weight { vec4 w[]; };
 layout(std430, binding = 2) readonly buffer Bias { vec4 bias[]; };
-layout(std430, binding = 3) writeonly buffer Out { vec4 y[]; };
+layout(std430, binding = 3) writeonly buffer Out { TVEC4 y[]; };
 layout(push_constant) uniform Params {
     ivec4 in_size;   // W, H, IC (real channels), IC4
     ivec4 out_size;  // W, H, OC4, total texels
@@ -45,12 +46,12 @@ void main() {
                 int ix = tx / p.kernel.z;
                 for (int ic4 = 0; ic4 < ic4_n; ++ic4) {
                     bvec4 valid = lessThan(ivec4(ic4 * 4) + ivec4(0, 1, 2, 3), ivec4(p.in_size.z));
-                    vec4 v = mix(vec4(0.0), x[((n * ic4_n + ic4) * p.in_size.y + iy) * p.in_size.x + ix], valid);
+                    vec4 v = mix(vec4(0.0), vec4(x[((n * ic4_n + ic4) * p.in_size.y + iy) * p.in_size.x + ix]), valid);
                     int k = (((oc4 * ic4_n + ic4) * kk) + ky * p.kernel.x + kx) * 4;
                     acc += w[k] * v.x + w[k + 1] * v.y + w[k + 2] * v.z + w[k + 3] * v.w;
                 }
             }
         }
-        y[i] = clamp(acc, vec4(p.act_min), vec4(p.act_max));
+        y[i] = TVEC4(clamp(acc, vec4(p.act_min), vec4(p.act_max)));
     }
 }

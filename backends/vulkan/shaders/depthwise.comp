@@ -1,11 +1,12 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#include "types.glsl"
 // Depthwise 2-D convolution on NC4HW4 tensors: weights [C/4][KH][KW] vec4, bias [C/4] vec4.
 layout(local_size_x_id = 0) in;
-layout(std430, binding = 0) readonly buffer In { vec4 x[]; };
+layout(std430, binding = 0) readonly buffer In { TVEC4 x[]; };
 layout(std430, binding = 1) readonly buffer Weight { vec4 w[]; };
 layout(std430, binding = 2) readonly buffer Bias { vec4 bias[]; };
-layout(std430, binding = 3) writeonly buffer Out { vec4 y[]; };
+layout(std430, binding = 3) writeonly buffer Out { TVEC4 y[]; };
 layout(push_constant) uniform Params {
     ivec4 in_size;   // W, H, C (real channels), C4
     ivec4 out_size;  // W, H, unused, total texels
@@ -42,10 +43,10 @@ void main() {
                 if (ix < 0 || ix >= p.in_size.x) {
                     continue;
                 }
-                vec4 v = mix(vec4(0.0), x[(plane + iy) * p.in_size.x + ix], valid);
+                vec4 v = mix(vec4(0.0), vec4(x[(plane + iy) * p.in_size.x + ix]), valid);
                 acc += w[(c4 * p.kernel.y + ky) * p.kernel.x + kx] * v;
             }
         }
-        y[i] = clamp(acc, vec4(p.act_min), vec4(p.act_max));
+        y[i] = TVEC4(clamp(acc, vec4(p.act_min), vec4(p.act_max)));
     }
 }

@@ -1,12 +1,13 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#include "types.glsl"
 // LayerNorm / RMSNorm over the innermost `inner` elements of each row of a row-major tensor:
 // y = (x - mean) / sqrt(var + eps) * gamma + beta (rms: no mean subtraction). One invocation per row.
 layout(local_size_x_id = 0) in;
-layout(std430, binding = 0) readonly buffer In { float x[]; };
+layout(std430, binding = 0) readonly buffer In { TFLOAT x[]; };
 layout(std430, binding = 1) readonly buffer Gamma { float gamma[]; };
 layout(std430, binding = 2) readonly buffer Beta { float beta[]; };
-layout(std430, binding = 3) writeonly buffer Out { float y[]; };
+layout(std430, binding = 3) writeonly buffer Out { TFLOAT y[]; };
 layout(push_constant) uniform Params {
     int rows;
     int inner;
@@ -21,18 +22,18 @@ void main() {
         float mean = 0.0;
         if (p.rms == 0) {
             for (int k = 0; k < p.inner; ++k) {
-                mean += x[base + k];
+                mean += float(x[base + k]);
             }
             mean /= float(p.inner);
         }
         float var = 0.0;
         for (int k = 0; k < p.inner; ++k) {
-            float d = x[base + k] - mean;
+            float d = float(x[base + k]) - mean;
             var += d * d;
         }
         float inv = inversesqrt(var / float(p.inner) + p.eps);
         for (int k = 0; k < p.inner; ++k) {
-            y[base + k] = (x[base + k] - mean) * inv * gamma[k] + beta[k];
+            y[base + k] = TFLOAT((float(x[base + k]) - mean) * inv * gamma[k] + beta[k]);
         }
     }
 }

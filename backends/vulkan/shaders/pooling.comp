@@ -1,10 +1,11 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#include "types.glsl"
 // Max / average pooling on NC4HW4 tensors, one invocation per output texel.
 // Average: divides by the window clipped to the padded input (include_pad = 1) or to the input (include_pad = 0).
 layout(local_size_x_id = 0) in;
-layout(std430, binding = 0) readonly buffer In { vec4 x[]; };
-layout(std430, binding = 1) writeonly buffer Out { vec4 y[]; };
+layout(std430, binding = 0) readonly buffer In { TVEC4 x[]; };
+layout(std430, binding = 1) writeonly buffer Out { TVEC4 y[]; };
 layout(push_constant) uniform Params {
     ivec4 in_size;   // W, H, planes (N * C4), unused
     ivec4 out_size;  // W, H, total texels, mode (0 max, 1 average)
@@ -31,7 +32,7 @@ void main() {
         vec4 acc = p.out_size.w == 0 ? vec4(-3.402823e38) : vec4(0.0);
         for (int iy = y0; iy < y1; ++iy) {
             for (int ix = x0; ix < x1; ++ix) {
-                vec4 v = x[(plane * p.in_size.y + iy) * p.in_size.x + ix];
+                vec4 v = vec4(x[(plane * p.in_size.y + iy) * p.in_size.x + ix]);
                 acc = p.out_size.w == 0 ? max(acc, v) : acc + v;
             }
         }
@@ -39,6 +40,6 @@ void main() {
             int count = p.pad.z != 0 ? padded_count : (x1 - x0) * (y1 - y0);
             acc /= float(max(count, 1));
         }
-        y[i] = acc;
+        y[i] = TVEC4(acc);
     }
 }

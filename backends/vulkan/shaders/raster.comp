@@ -1,10 +1,11 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#include "types.glsl"
 // One Raster region: dst[dst.offset + z*ds0 + y*ds1 + x*ds2] = src[src.offset + z*ss0 + y*ss1 + x*ss2],
 // offsets and strides in the logical index space of both tensors (either may be NC4HW4).
 layout(local_size_x_id = 0) in;
-layout(std430, binding = 0) readonly buffer Src { float src[]; };
-layout(std430, binding = 1) buffer Dst { float dst[]; };
+layout(std430, binding = 0) readonly buffer Src { TFLOAT src[]; };
+layout(std430, binding = 1) buffer Dst { TFLOAT dst[]; };
 layout(push_constant) uniform Params {
     ivec4 src_view;  // offset, stride0, stride1, stride2
     ivec4 dst_view;

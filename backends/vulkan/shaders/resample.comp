@@ -1,13 +1,14 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#include "types.glsl"
 // Separable resampling (Interp: nearest, bilinear, cubic) on NC4HW4 tensors, one invocation per output texel.
 // Per-axis tap tables are precomputed at resize time: rows [oh][th] then columns [ow][tw], as source indices
 // (clamped) and weights.
 layout(local_size_x_id = 0) in;
-layout(std430, binding = 0) readonly buffer In { vec4 x[]; };
+layout(std430, binding = 0) readonly buffer In { TVEC4 x[]; };
 layout(std430, binding = 1) readonly buffer Index { int idx[]; };      // oh*th row indices, then ow*tw columns
 layout(std430, binding = 2) readonly buffer Weight { float wgt[]; };   // same layout
-layout(std430, binding = 3) writeonly buffer Out { vec4 y[]; };
+layout(std430, binding = 3) writeonly buffer Out { TVEC4 y[]; };
 layout(push_constant) uniform Params {
     ivec4 in_size;   // W, H, planes (N * C4), total texels
     ivec4 out_size;  // W, H, taps y, taps x
@@ -32,10 +33,10 @@ void main() {
             vec4 row = vec4(0.0);
             for (int b = 0; b < tw; ++b) {
                 int k = col_base + ox * tw + b;
-                row += wgt[k] * x[(plane * p.in_size.y + iy) * p.in_size.x + idx[k]];
+                row += wgt[k] * vec4(x[(plane * p.in_size.y + iy) * p.in_size.x + idx[k]]);
             }
             acc += wy * row;
         }
-        y[i] = acc;
+        y[i] = TVEC4(acc);
     }
 }

@@ -1,9 +1,10 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#include "types.glsl"
 // Softmax along one axis of the logical shape (outer, axis, inner); one invocation per (outer, inner) pair.
 layout(local_size_x_id = 0) in;
-layout(std430, binding = 0) readonly buffer In { float x[]; };
-layout(std430, binding = 1) writeonly buffer Out { float y[]; };
+layout(std430, binding = 0) readonly buffer In { TFLOAT x[]; };
+layout(std430, binding = 1) writeonly buffer Out { TFLOAT y[]; };
 layout(push_constant) uniform Params {
     ivec4 dims;  // outer, axis, inner, outer * inner
     ivec4 fmt;   // in C, in area, out C, out area
@@ -18,16 +19,16 @@ void main() {
         int base = o * axis * inner + (i - o * inner);
         float m = -3.402823e38;
         for (int k = 0; k < axis; ++k) {
-            m = max(m, x[phys_index(base + k * inner, p.fmt.x, p.fmt.y)]);
+            m = max(m, float(x[phys_index(base + k * inner, p.fmt.x, p.fmt.y)]));
         }
         float s = 0.0;
         for (int k = 0; k < axis; ++k) {
-            s += exp(x[phys_index(base + k * inner, p.fmt.x, p.fmt.y)] - m);
+            s += exp(float(x[phys_index(base + k * inner, p.fmt.x, p.fmt.y)]) - m);
         }
         float inv = 1.0 / s;
         for (int k = 0; k < axis; ++k) {
             int j = base + k * inner;
-            y[phys_index(j, p.fmt.z, p.fmt.w)] = exp(x[phys_index(j, p.fmt.x, p.fmt.y)] - m) * inv;
+            y[phys_index(j, p.fmt.z, p.fmt.w)] = TFLOAT(exp(float(x[phys_index(j, p.fmt.x, p.fmt.y)]) - m) * inv);
         }
     }
 }

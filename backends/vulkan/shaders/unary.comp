@@ -1,12 +1,13 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#include "types.glsl"
 // Elementwise unary op over the physical buffer (same layout in and out). Op codes: MNN's UnaryOpOperation,
 // plus 100 = leaky ReLU (param0 = slope), 101 = clamp (ReLU6: param0 = min, param1 = max) and
 // 102 = ELU / Selu (param0 = alpha, param1 = scale).
 // For NC4HW4 the padded channels are written as zero so that later reductions over vec4 stay finite.
 layout(local_size_x_id = 0) in;
-layout(std430, binding = 0) readonly buffer In { float x_in[]; };
-layout(std430, binding = 1) writeonly buffer Out { float y_out[]; };
+layout(std430, binding = 0) readonly buffer In { TFLOAT x_in[]; };
+layout(std430, binding = 1) writeonly buffer Out { TFLOAT y_out[]; };
 layout(push_constant) uniform Params {
     int total;    // physical element count
     int op;
@@ -69,13 +70,13 @@ float apply(int op, float x) {
 
 void main() {
     for (int i = int(gl_GlobalInvocationID.x); i < p.total; i += grid_stride()) {
-        float v = apply(p.op, x_in[i]);
+        float v = apply(p.op, float(x_in[i]));
         if (p.c > 0) {
             int ch = ((i >> 2) / p.area) % ((p.c + 3) / 4) * 4 + (i & 3);
             if (ch >= p.c) {
                 v = 0.0;
             }
         }
-        y_out[i] = v;
+        y_out[i] = TFLOAT(v);
     }
 }

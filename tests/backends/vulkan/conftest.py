@@ -35,8 +35,8 @@ class OpRunner:
     """Runs one op on a fresh backend: `run()` returns the logical NCHW outputs."""
 
     def __init__(self, runtime: Any, op_type: int, op: Any, inputs: Sequence[tuple[np.ndarray, str]],
-                 out_descs: Sequence[TensorDesc]) -> None:
-        self.backend = runtime.create_backend()
+                 out_descs: Sequence[TensorDesc], config: dict[str, Any] | None = None) -> None:
+        self.backend = runtime.create_backend(config)
         self.in_refs = [TensorRef(i, TensorDesc(x.shape, np.float32, fmt)) for i, (x, fmt) in enumerate(inputs)]
         self.out_refs = [TensorRef(len(inputs) + i, d) for i, d in enumerate(out_descs)]
         self.values = [np.asarray(x, dtype=np.float32) for x, _ in inputs]
@@ -68,11 +68,11 @@ class OpRunner:
 
 @pytest.fixture
 def run_op(vk_runtime: Any) -> Any:
-    """`run_op(op_type, op, [(array, fmt), ...], [TensorDesc, ...]) -> OpRunner`."""
+    """`run_op(op_type, op, [(array, fmt), ...], [TensorDesc, ...], config=None) -> OpRunner`."""
 
     def make(op_type: int, op: Any, inputs: Sequence[tuple[np.ndarray, str]],
-             out_descs: Sequence[TensorDesc]) -> OpRunner:
-        return OpRunner(vk_runtime, op_type, op, inputs, out_descs)
+             out_descs: Sequence[TensorDesc], config: dict[str, Any] | None = None) -> OpRunner:
+        return OpRunner(vk_runtime, op_type, op, inputs, out_descs, config)
 
     return make
 

@@ -43,11 +43,11 @@ def test_spirv_is_fresh() -> None:
 
 @pytest.mark.skipif(NO_GLSLANG, reason=SKIP_REASON)
 def test_check_detects_a_stale_spirv(tmp_path: Path) -> None:
-    for src in ("fill.comp", "common.glsl"):
+    for src in ("fill.comp", *(p.name for p in SHADERS.glob("*.glsl"))):
         shutil.copyfile(SHADERS / src, tmp_path / src)
     tool = _tool()
     assert tool.build(tmp_path) == []
     assert tool.build(tmp_path, check=True) == []
     (tmp_path / "fill.comp").write_text((tmp_path / "fill.comp").read_text().replace("p.value", "p.value + 1.0"))
     problems = tool.build(tmp_path, check=True)
-    assert len(problems) == 1 and "stale" in problems[0]
+    assert len(problems) == 2 and all("stale" in p for p in problems)  # fill.spv and fill_fp16.spv

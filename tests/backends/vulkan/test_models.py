@@ -34,9 +34,9 @@ def _graph(nodes: list, x_shape: list[int], inits: list, opset: int = 17) -> Any
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
 
 
-def _placement(path: Any) -> tuple[dict[str, set[str]], Any, Any]:
+def _placement(path: Any, precision: str = "normal") -> tuple[dict[str, set[str]], Any, Any]:
     interp = MNN.Interpreter(str(path))
-    session = interp.createSession({"backend": "VULKAN"})
+    session = interp.createSession({"backend": "VULKAN", "precision": precision})
     by_type: dict[str, set[str]] = {}
     for c in session.info()["commands"]:
         by_type.setdefault(c["type"], set()).add(c["backend"])
@@ -122,3 +122,14 @@ def test_attention_like_on_vulkan(vk_runtime: Any, e2e: Any) -> None:
     got = _run(interp, session, x)
     want = e2e.ort(model, {"x": x})["y"]
     np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-4, atol=1e-5)
+
+
+def test_mobilenet_like_low_precision(vk_runtime: Any, e2e: Any) -> None:
+    model = mobilenet_like()
+    x = RNG.standard_normal((1, 13, 11, 10)).astype(np.float32)
+    path = e2e.convert(model)
+    _, interp, session = _placement(path, "low")
+    assert session.main.fp16 == vk_runtime.device.fp16_storage
+    got = _run(interp, session, x)
+    want = e2e.ort(model, {"x": x})["y"]
+    np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-2, atol=1e-3)
