@@ -1,0 +1,133 @@
+"""What a Caffe layer converter sees: the layer (params, weights) and a context that maps blob names to tensors.
+
+Caffe layers may run in place (top == bottom); the context gives every write a fresh graph tensor so the graph stays
+in SSA form, and the loader names the final tensor of each output blob after the blob.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from mnnpy.schema import mnn_generated as fb
+
+from ...graph import ConvertError, Graph, Node
+
+OP = fb.OpType
+PARAM = fb.OpParameter
+BIN = fb.BinaryOpOperation
+UN = fb.UnaryOpOperation
+
+
+def blob_to_numpy(blob: Any) -> np.ndarray:
+    """A BlobProto's data (float, or double_data) with its shape (`shape` or the legacy num/channels/h/w)."""
+    data = np.asarray(blob.double_data if len(blob.double_data) else blob.data, np.float32)
+    if blob.HasField("shape"):
+        shape = [int(d) for d in blob.shape.dim]
+    else:
+        shape = [int(blob.num), int(blob.channels), int(blob.height), int(blob.width)]
+    if int(np.prod(shape)) != data.size:
+        shape = [data.size]
+    return data.reshape(shape)
+
+
+class Layer:
+    """One LayerParameter with its weights (from the caffemodel layer of the same name)."""
+
+    def __init__(self, proto: Any, blobs: list[np.ndarray]) -> None:
+        self.proto = proto
+        self.name: str = proto.name
+        self.type: str = proto.type
+        self.bottoms: list[str] = list(proto.bottom)
+        self.tops: list[str] = list(proto.top)
+        self.blobs = blobs
+
+    def blob(self, i: int, what: str) -> np.ndarray:
+        """Weight blob `i`, or a ConvertError naming what is missing."""
+        if i >= len(self.blobs):
+            raise ConvertError(f"{self.label()}: the {what} (blob {i}) is missing from the caffemodel")
+        return self.blobs[i]
+
+    def label(self) -> str:
+        """How error messages name this layer."""
+        return f"{self.type} '{self.name}'"
+
+
+class Context:
+    """Conversion state of one net: the current graph tensor of each blob and its static shape when known."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.tensors: dict[str, str] = {}
+        self.shapes: dict[str, list[int]] = {}
+        self.written: set[str] = set()
+
+    def x(self, layer: Layer, i: int = 0) -> str:
+        """Graph tensor currently holding bottom `i` of `layer`."""
+        blob = layer.bottoms[i]
+        if blob not in self.tensors:
+            raise ConvertError(f"{layer.label()}: bottom '{blob}' is not produced by any earlier layer")
+        return self.tensors[blob]
+
+    def shape(self, layer: Layer, i: int = 0) -> list[int] | None:
+        """Static shape of bottom `i` when known."""
+        return self.shapes.get(self.x(layer, i))
+
+    def top(self, layer: Layer, i: int = 0) -> str:
+        """A fresh graph tensor for top `i` (named after the blob unless that name is taken: in-place layers)."""
+        blob = layer.tops[i]
+        name = self.graph.unique_name(blob) if blob in self.written else blob
+        self.written.add(blob)
+        self.tensors[blob] = name
+        return name
+
+    def forward(self, layer: Layer) -> None:
+        """Every top is bottom 0 (Split, Dropout): no op is emitted."""
+        source = self.x(layer)
+        for blob in layer.tops:
+            self.tensors[blob] = source
+
+    def set_shape(self, name: str, shape: list[int] | None) -> None:
+        """Record the static shape of graph tensor `name`."""
+        if shape is not None:
+            self.shapes[name] = [int(d) for d in shape]
+
+    def const(self, value: Any, base: str = "Const", dtype: Any = None) -> str:
+        """Add a constant tensor and return its name."""
+        return self.graph.add_const(value, base, dtype)
+
+    def emit(self, op_type: int, inputs: list[str], outputs: list[str], param_type: int = 0, param: Any = None,
+             name: str | None = None, **kwargs: Any) -> Node:
+        """Append an MNN op."""
+        return self.graph.add(op_type, inputs, outputs, param_type, param, name, **kwargs)
+
+    def out(self, op_type: int, inputs: list[str], param_type: int = 0, param: Any = None, base: str = "t") -> str:
+        """Append an MNN op with one fresh output; returns its name."""
+        return self.graph.add(op_type, inputs, None, param_type, param, name=base).outputs[0]
+
+    def binary(self, operation: int, a: str, b: str, output: str | None = None) -> str:
+        """BinaryOp(a, b)."""
+        param = fb.BinaryOpT()
+        param.opType = operation
+        param.T = fb.DataType.DT_FLOAT
+        node = self.graph.add(OP.BinaryOp, [a, b], None if output is None else [output], PARAM.BinaryOp, param,
+                              name=output or "BinaryOp")
+        return node.outputs[0]
+
+    def unary(self, operation: int, x: str, output: str | None = None) -> str:
+        """UnaryOp(x)."""
+        param = fb.UnaryOpT()
+        param.opType = operation
+        param.T = fb.DataType.DT_FLOAT
+        node = self.graph.add(OP.UnaryOp, [x], None if output is None else [output], PARAM.UnaryOp, param,
+                              name=output or "UnaryOp")
+        return node.outputs[0]
+
+    def reshape(self, x: str, shape: list[int], output: str | None = None) -> str:
+        """Reshape(x, const shape) in NCHW order (0 copies the input dim, -1 is inferred)."""
+        param = fb.ReshapeT()
+        param.dimType = fb.MNN_DATA_FORMAT.NCHW
+        shape_name = self.const(np.asarray(shape, np.int32), "shape")
+        node = self.graph.add(OP.Reshape, [x, shape_name], None if output is None else [output], PARAM.Reshape,
+                              param, name=output or "Reshape")
+        return node.outputs[0]
