@@ -98,8 +98,21 @@ def cumsum(x: Any, axis: int = 0, exclusive: bool = False, reverse: bool = False
 
 
 def cumprod(x: Any, axis: int = 0) -> Var:
-    """Cumulative product: the core has no CumProd op (MNN: `expr.cumprod`)."""
-    raise NotImplementedError("mnnpy.expr does not implement cumprod (no CumProd op in the core)")
+    """Cumulative product: Select against a lower-triangular mask, then ReduceProd (MNN: `expr.cumprod`).
+
+    The core has no CumProd op; this costs n x n elements per row along the axis.
+    """
+    from mnnpy.expr import shape_ops
+
+    v = to_var(x)
+    if v.ndim == 0:
+        return v
+    moved, inverse = _move_last(v, axis)
+    n = moved.shape[-1]
+    mask = const_of(np.tril(np.ones((n, n), np.int32)))
+    rows = shape_ops.select(mask, shape_ops.unsqueeze(moved, [-2]), 1)
+    out = reduce_prod(rows, [-1])
+    return out if inverse is None else shape_ops.transpose(out, inverse)
 
 
 def _move_last(v: Var, axis: int) -> tuple[Var, list[int] | None]:

@@ -39,7 +39,7 @@ def transpose(x: Any, perm: Sequence[int] | None = None) -> Var:
     """Permute axes (reversed when perm is None) (MNN: `expr.transpose`)."""
     v = to_var(x)
     if perm is None:
-        perm = list(range(v.ndim))[::-1]
+        perm = list(builtins.range(v.ndim))[::-1]
     return apply(OT.Transpose, [v, _ints([int(p) for p in perm])], PT.Transpose, fb.TransposeT())
 
 
