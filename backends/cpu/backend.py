@@ -76,6 +76,17 @@ class CPUBackend(Backend):
         for ref, chunk in self._chunks.values():
             ref.array = memory.view(self._arena, self._base, chunk, ref.desc.dtype, ref.desc.physical_shape)
 
+    def on_execute_begin(self) -> None:
+        """`numThread` from the config sets numpy's BLAS pool (MNN: the CPU runtime's thread pool size)."""
+        if "numThread" not in self.config:
+            return
+        try:
+            from mnnpy.bench.threads import get_blas_threads, set_blas_threads
+        except ImportError:
+            return
+        if get_blas_threads() not in (None, self.threads):
+            set_blas_threads(self.threads)
+
     def on_clear(self) -> None:
         self._arena = None
         self._chunks = {}
