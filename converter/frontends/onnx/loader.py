@@ -39,10 +39,10 @@ def _attributes(proto: Any, onnx: Any) -> dict[str, Any]:
     return result
 
 
-def _value_infos(model: Any) -> tuple[dict[str, list[int | None]], dict[str, int]]:
+def _value_infos(model: Any, graph: Any = None) -> tuple[dict[str, list[int | None]], dict[str, int]]:
     shapes: dict[str, list[int | None]] = {}
     dtypes: dict[str, int] = {}
-    graph = model.graph
+    graph = model.graph if graph is None else graph
     for info in list(graph.value_info) + list(graph.input) + list(graph.output):
         tensor_type = info.type.tensor_type
         if not info.type.HasField("tensor_type"):
@@ -122,6 +122,34 @@ def _convert_node(ctx: Context, onnx: Any, proto: Any, index: int, depth: int = 
             raise ConvertError(str(exc)) from None
         for i, inner in enumerate(body):
             _convert_node(ctx, onnx, inner, i, depth + 1)
+
+
+def convert_subgraph(ctx: Context, graph: Any, prefix: str) -> list[str]:
+    """Convert a control-flow branch's nodes into the main graph (tensors renamed with `prefix`; outer-scope names
+    kept); returns the branch's output names."""
+    onnx = _import_onnx()
+    internal = {init.name for init in graph.initializer} | {i.name for i in graph.input}
+    internal |= {out for node in graph.node for out in node.output if out}
+
+    def rename(name: str) -> str:
+        return prefix + name if name in internal else name
+
+    for init in graph.initializer:
+        ctx.graph.constants[rename(init.name)] = _to_numpy(onnx, init)
+    shapes, dtypes = _value_infos(None, graph)
+    ctx.shapes.update({rename(k): v for k, v in shapes.items()})
+    ctx.dtypes.update({rename(k): v for k, v in dtypes.items()})
+    ctx.graph.reserve([prefix + name for name in internal])
+    for i, node in enumerate(graph.node):
+        copy = onnx.NodeProto()
+        copy.CopyFrom(node)
+        copy.name = prefix + (node.name or f"{node.op_type}_{i}")
+        del copy.input[:]
+        del copy.output[:]
+        copy.input.extend(rename(n) if n else "" for n in node.input)
+        copy.output.extend(rename(n) if n else "" for n in node.output)
+        _convert_node(ctx, onnx, copy, i)
+    return [rename(out.name) for out in graph.output]
 
 
 def load_onnx(source: str | Path | Any) -> Graph:

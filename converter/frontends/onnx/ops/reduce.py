@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
-from ..context import OP, PARAM, UN, Context, OnnxNode
+from ..context import BIN, OP, PARAM, UN, Context, OnnxNode
 from ..functions import UseFunctionBody
 from ..registry import onnx_op
 
@@ -76,19 +77,39 @@ for _name in _REDUCE:
     onnx_op(_name)(_reduce)
 
 
+def _last_index(ctx: Context, node: OnnxNode, op_type: int, param: fb.ArgMaxT, axis: int) -> str:
+    """select_last_index: arg over x reversed along `axis`, mapped back as (dim - 1) - index."""
+    x = node.inputs[0]
+    rank = ctx.need_rank(node, x)
+    axis %= rank
+    slice_param = fb.StridedSliceParamT()
+    slice_param.fromType = 1
+    starts, ends = ctx.const(np.int32([-1])), ctx.const(np.int32([-(2**31 - 1)]))
+    reverse = ctx.out(OP.StridedSlice, [x, starts, ends, ctx.const(np.int32([axis])), ctx.const(np.int32([-1]))],
+                      None, PARAM.StridedSliceParam, slice_param, name="StridedSlice")
+    index = ctx.out(op_type, [reverse], None, PARAM.ArgMax, param, name=node.name)
+    dim = ctx.out(OP.GatherV2, [ctx.shape_of(x), ctx.const(np.int32(axis)), ctx.const(np.int32(0))], name="GatherV2")
+    last = ctx.binary(BIN.SUB, dim, ctx.const(np.int32(1)))
+    return ctx.binary(BIN.SUB, last, index)
+
+
 def _arg(ctx: Context, node: OnnxNode, *, axis: int = 0, keepdims: int = 1, select_last_index: int = 0) -> None:
-    if select_last_index:
-        raise UseFunctionBody(f"{node.label()}: select_last_index=1 is not supported")
     param = fb.ArgMaxT()
     param.axis = axis
     param.topK = 1
     op_type = OP.ArgMax if node.op_type == "ArgMax" else OP.ArgMin
-    if not keepdims:
+    if select_last_index:
+        y = _last_index(ctx, node, op_type, param, axis)
+    elif not keepdims:
         ctx.emit(op_type, [node.inputs[0]], node.outputs, PARAM.ArgMax, param, name=node.name)
         return
-    rank = ctx.need_rank(node, node.inputs[0])
-    y = ctx.out(op_type, [node.inputs[0]], None, PARAM.ArgMax, param, name=node.name)
-    ctx.squeeze(y, [axis % rank], node.outputs[0], unsqueeze=True)
+    else:
+        y = ctx.out(op_type, [node.inputs[0]], None, PARAM.ArgMax, param, name=node.name)
+    if keepdims:
+        rank = ctx.need_rank(node, node.inputs[0])
+        ctx.squeeze(y, [axis % rank], node.outputs[0], unsqueeze=True)
+    else:
+        ctx.alias(y, node.outputs[0])
 
 
 onnx_op("ArgMax")(_arg)
