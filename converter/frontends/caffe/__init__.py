@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...graph import Graph
-from .loader import load_net
+from .loader import load_net, parse_prototxt
 from .registry import supported_layers
 
 
@@ -18,4 +18,9 @@ def load(prototxt: str | Path, caffemodel: str | Path | bytes | None, outputs: l
     return load_net(Path(prototxt), caffemodel, outputs)
 
 
-__all__ = ["load", "load_net", "supported_layers"]
+def load_with_count(prototxt: str | Path, caffemodel: str | Path | bytes | None) -> tuple[Graph, int]:
+    """`load`, plus the number of layers in the prototxt (for the converter's ops-in/ops-out summary)."""
+    return load_net(Path(prototxt), caffemodel), len(parse_prototxt(Path(prototxt)).layer)
+
+
+__all__ = ["load", "load_net", "load_with_count", "supported_layers"]

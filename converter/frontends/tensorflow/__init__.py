@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...graph import Graph
-from .loader import load_graph_def
+from .loader import load_graph_def, read_graph_def
 from .registry import supported_ops
 
 
@@ -19,4 +19,10 @@ def load(path: str | Path, outputs: list[str] | None = None,
     return load_graph_def(path, outputs, input_shapes)
 
 
-__all__ = ["load", "load_graph_def", "supported_ops"]
+def load_with_count(path: str | Path) -> tuple[Graph, int]:
+    """`load`, plus the number of nodes in the source GraphDef (for the converter's ops-in/ops-out summary)."""
+    graph_def = read_graph_def(path)
+    return load_graph_def(graph_def), len(graph_def.node)
+
+
+__all__ = ["load", "load_graph_def", "load_with_count", "supported_ops"]

@@ -91,7 +91,9 @@ def read_graph_def(source: str | Path | bytes | Any) -> Any:
         except Exception as exc:  # protobuf raises DecodeError (a Message error) on malformed bytes
             raise ConvertError(f"not a TensorFlow GraphDef: {exc}") from None
         return graph_def
-    graph_def.ParseFromString(source.SerializeToString())
+    if isinstance(source, pb.GraphDef):
+        return source
+    graph_def.ParseFromString(source.SerializeToString())  # TensorFlow's own GraphDef message: same wire format
     return graph_def
 
 

@@ -39,6 +39,7 @@ def convert(prototxt: str, weights: dict[str, list[np.ndarray]], tmp_path: Path,
     graph = load_net(proto_path, model_path, outputs)
     run_pipeline(graph)
     net = graph_to_net(graph)
+    net.sourceType = fb.NetSource.CAFFE  # as MNNConvert writes it (api.convert sets it too)
     mnn_path = tmp_path / "model.mnn"
     save_net(net, mnn_path)
     return net, mnn_path, proto_path, model_path

@@ -95,6 +95,7 @@ def convert(builder: GraphBuilder, path: Path, outputs: list[str] | None = None)
     graph = load_graph_def(str(pb_path), outputs)
     run_pipeline(graph)
     net = graph_to_net(graph)
+    net.sourceType = fb.NetSource.TENSORFLOW  # as MNNConvert writes it (api.convert sets it too)
     save_net(net, path)
     return net
 
