@@ -6,7 +6,8 @@ call it at resize time and report the costs it compared (``session.info()``).
 
 One departure from MNN, measured: Winograd and im2col costs both include the weights streamed per run
 (``weight_traffic``), which MNN's flop-only rate leaves out; numpy reads alpha² x ic x oc transformed weights from
-memory every run, which makes small units (or im2col) win on deep layers with few pixels.
+memory every run, which makes small units (or im2col) win on deep layers with few pixels. Likewise a Strassen level
+must also pass ``strassen_pays`` (saved BLAS flops vs numpy's addition passes), so it is kept for very large GEMMs.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ WINOGRAD_MAX_FORCED_ALPHA = 10  # forcing may go beyond MNN's set; numerical err
 # flop-only rate picks F(4,3) and F(6,3) there); UNet 64ch 256x256 keeps F(6,3).
 WINOGRAD_WEIGHT_COST = 25.0
 STRASSEN_MAX_DEPTH = 5
+# numpy's Strassen adds are separate passes over memory while its GEMM is a fast BLAS: a level pays only when the
+# GEMM flops it saves take longer than streaming its 15 block additions (3 floats of traffic per element).
+# Measured (1 thread): 197x768x192 plain 0.59 ms vs one level 0.63; 128x1024x256 0.64 vs 0.74; 1024^3 about even.
+STRASSEN_FLOPS_PER_BYTE = 10.0  # ~100 GFLOP/s BLAS over ~10 GB/s for numpy's elementwise passes
 STRASSEN_PENALTY = 1.5
 # Generic MNN matmul packing (eP, lP, hP) and the NC4HW4 pack P; they enter Strassen's recursion test.
 E_PACK, L_PACK, H_PACK, PACK = 16, 1, 4, 4
@@ -78,6 +83,25 @@ def strassen_should_recurse(e: int, l_dim: int, h: int) -> bool:
     save_matmul = (e / E_PACK) * (E_PACK * h_sub + l_sub * E_PACK + l_sub * h_sub)
     extra = 4 * e_sub * l_sub + 4 * l_sub * h_sub + 7 * e_sub * h_sub
     return save_matmul - extra * STRASSEN_PENALTY > 0
+
+
+def strassen_pays(e: int, l_dim: int, h: int) -> bool:
+    """numpy's test for one Strassen level: saved GEMM flops vs the traffic of the 15 block additions."""
+    e_sub, h_sub, l_sub = strassen_split(e, l_dim, h)
+    if e_sub == 0 or h_sub == 0 or l_dim % 2:
+        return False
+    saved_flops = 2.0 * e_sub * l_sub * h_sub
+    added_bytes = 12.0 * (4 * e_sub * l_sub + 4 * l_sub * h_sub + 7 * e_sub * h_sub)
+    return saved_flops > STRASSEN_FLOPS_PER_BYTE * added_bytes
+
+
+def numpy_strassen_depth(e: int, l_dim: int, h: int, max_depth: int = STRASSEN_MAX_DEPTH) -> int:
+    """Levels where both MNN's rule and numpy's cost (``strassen_pays``) say recursing wins."""
+    depth = 0
+    while depth < max_depth and strassen_should_recurse(e, l_dim, h) and strassen_pays(e, l_dim, h):
+        e, h, l_dim = strassen_split(e, l_dim, h)
+        depth += 1
+    return depth
 
 
 def strassen_split(e: int, l_dim: int, h: int) -> tuple[int, int, int]:
@@ -164,8 +188,10 @@ def plan_conv2d(params: ConvShape, in_shape: tuple[int, ...], threads: int = 1, 
     if depthwise_ok:
         return ConvPlan("depthwise", costs=costs, reason="group == in == out channels: per-channel taps")
     if is_1x1:
-        depth = strassen_depth(in_shape[0] * oh * ow, icg, ocg) if g == 1 else 0
+        e = in_shape[0] * oh * ow
+        depth = numpy_strassen_depth(e, icg, ocg) if g == 1 else 0
         costs["strassen_depth"] = float(depth)
+        costs["strassen_depth:mnn"] = float(strassen_depth(e, icg, ocg) if g == 1 else 0)
         if depth:
             return ConvPlan("strassen", costs=costs, strassen_depth=depth,
                             reason=f"1x1 s1: Strassen saves traffic for {depth} level(s)")

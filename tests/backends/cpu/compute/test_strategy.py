@@ -6,6 +6,7 @@ import pytest
 from mnnpy.backends.cpu.compute.common import Conv2DParams
 
 from mnnpy.core.strategy import (
+    numpy_strassen_depth,
     plan_conv2d,
     strassen_depth,
     strassen_should_recurse,
@@ -47,9 +48,16 @@ def test_gemm_for_1x1() -> None:
 
 
 def test_strassen_for_large_1x1() -> None:
-    plan = plan_conv2d(params(1, ic=1024, oc=1024), (1, 1024, 32, 32))
+    plan = plan_conv2d(params(1, ic=2048, oc=2048), (1, 2048, 64, 64))
     assert plan.algorithm == "strassen"
-    assert 1 <= plan.strassen_depth <= 5
+    assert 1 <= plan.strassen_depth <= plan.costs["strassen_depth:mnn"] <= 5
+
+
+def test_strassen_needs_numpy_to_gain() -> None:
+    # MNN's traffic rule recurses here, but numpy's extra addition passes cost more than the BLAS flops saved
+    plan = plan_conv2d(params(1, ic=1024, oc=1024), (1, 1024, 32, 32))
+    assert plan.costs["strassen_depth:mnn"] >= 1 and plan.algorithm == "gemm1x1"
+    assert strassen_depth(197, 768, 192) == 1 and numpy_strassen_depth(197, 768, 192) == 0  # ViT-tiny MLP
 
 
 def test_depthwise_and_deconv() -> None:
