@@ -39,6 +39,7 @@ class _Block(NamedTuple):
     m_groups: np.ndarray
     m_scatter: np.ndarray | None
     m_mat: np.ndarray
+    m_bias: np.ndarray | None  # [t, ocp] GEMM result at the position whose output transform is all ones
     f: np.ndarray
     f_3d: np.ndarray
     y: np.ndarray
@@ -85,12 +86,15 @@ class WinogradKernel(Conv2DKernel):
                     ("m", a * a * t_max * ocp), ("f", u * a * t_max * ocp), ("y", u * u * t_max * ocp),
                     ("mg", a * a * t_max * ocp if g > 1 else 0), ("stage", u * u * t_max * ocp))}
         scratch["m"][:] = 0.0  # padded output channels of a grouped GEMM stay zero
-        self.blocks = [self._block(scratch, windows, blk, (a, u, tw, cp, ocp, g, c, oc, oh)) for blk in blocks]
+        ones = [x for x in range(a) if np.all(mat_a[x] == 1.0)]  # Aᵀ e_x = 1: bias added to M there reaches all of Y
+        self.bias_position = ones[0] * a + ones[0] if ones else None
+        self.blocks = [self._block(scratch, windows, blk, (a, u, tw, cp, ocp, g, c, oc, oh), self.bias_position)
+                       for blk in blocks]
         COUNTERS["weight_transforms"] += 1
 
     @staticmethod
     def _block(scratch: dict[str, np.ndarray], windows: np.ndarray, blk: tuple[int, int, int, int],
-               dims: tuple[int, ...]) -> _Block:
+               dims: tuple[int, ...], bias_position: int | None) -> _Block:
         a, u, tw, cp, ocp, g, c, oc, oh = dims
         n0, n1, r0, r1 = blk
         nb, rb = n1 - n0, r1 - r0
@@ -111,9 +115,10 @@ class WinogradKernel(Conv2DKernel):
         tiles = y.reshape(u, u, nb, rb, tw, ocp // PACK, PACK)
         row_end = min(r1 * u, oh)
         stage = scratch["stage"][: u * u * t * ocp].reshape(nb, ocp // PACK, rb, u, tw, u, PACK)
+        m_bias = None if bias_position is None else m[bias_position]
         return _Block(windows[:, :, n0:n1, r0:r1], d, d.reshape(a, -1), e, e.reshape(a, a, -1), v, v_groups,
-                      m_groups, m_scatter, m.reshape(a, -1), f, f.reshape(u, a, -1), y, y.reshape(u, u, t, ocp),
-                      tiles, (n0, n1, r0 * u, row_end), stage)
+                      m_groups, m_scatter, m.reshape(a, -1), m_bias, f, f.reshape(u, a, -1), y,
+                      y.reshape(u, u, t, ocp), tiles, (n0, n1, r0 * u, row_end), stage)
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out``."""
@@ -127,9 +132,12 @@ class WinogradKernel(Conv2DKernel):
             np.matmul(b.v_groups, self.weight, out=b.m_groups)
             if b.m_scatter is not None:
                 np.copyto(b.m_scatter, b.m_groups.transpose(0, 2, 1, 3))
+            if b.m_bias is not None:
+                np.add(b.m_bias, self.bias_row, out=b.m_bias)  # 1/u² of the work of adding it to Y
             np.matmul(self.at, b.m_mat, out=b.f)
             np.matmul(self.at, b.f_3d, out=b.y)
-            np.add(b.y_rows, self.bias_row, out=b.y_rows)
+            if b.m_bias is None:
+                np.add(b.y_rows, self.bias_row, out=b.y_rows)
             self._activate(b.y_rows)
             n0, n1, row0, row1 = b.rows
             dst = out[n0:n1, :, row0:row1]
