@@ -14,6 +14,7 @@ from mnnpy.schema import mnn_generated as fb
 from mnnpy.core.backend import TensorRef
 from mnnpy.core.ir import NC4HW4
 
+from .. import winograd
 from ..backend import opencl_kernel
 from ..convparams import resolve_pads
 from ..execution import CLExecution, int4
@@ -63,6 +64,16 @@ class ConvolutionExecution(CLExecution):
         weight_count = len(conv.weight) if conv.weight is not None else 0
         return ic % group == 0 and oc % group == 0 and weight_count == oc * (ic // group) * kh * kw
 
+    def _choose(self, algorithm: str, ic: int, oc: int, oh: int, ow: int) -> bool:
+        """Whether to use `algorithm`: the backend config `convAlgorithm` (a name, or {op name: name}) forces it,
+        else the cost rule decides."""
+        force = self.backend.config.get("convAlgorithm")
+        if isinstance(force, dict):
+            force = force.get(self.op.name)
+        if force is not None:
+            return str(force).split(":")[0] == algorithm
+        return winograd.worth_it(ic, oc, oh, ow)
+
     def encode(self) -> None:
         conv, common = self.op.main, self.op.main.common
         x, y = self.inputs[0], self.outputs[0]
@@ -86,6 +97,10 @@ class ConvolutionExecution(CLExecution):
             packed = pack_depthwise(weight)
             args = [self.buf(x), self.constant(packed), self.constant(bias), self.buf(y), *shape_args]
             self.launch("conv", "dwconv2d", args, (ow, oh, _c4(oc) * n))
+            return
+        if winograd.usable(kernel, stride, dilation, group) and self._choose("winograd", ic, oc, oh, ow):
+            self.algorithm = "winograd2x2"
+            winograd.encode(self, x, y, weight, bias, pads, act)
             return
         packed = pack_dense(weight, ic, group)
         if kernel == (1, 1) and stride == (1, 1) and pads == (0, 0, 0, 0):

@@ -94,3 +94,27 @@ def test_quantized_weights_are_rejected(backend: object) -> None:
     op.main.quanParameter = fb.IDSTQuanT()
     h = Harness(backend)
     assert h.create(op.type, op, [h.tensor((1, 3, 2, 2), "NC4HW4")], [h.tensor((1, 4, 2, 2), "NC4HW4")]) is None
+
+
+WINOGRAD_CASES = [(3, 13, (5, 7), (1, 1, 1, 1), 2), (13, 3, (4, 4), (0, 0, 0, 0), 1), (127, 5, (3, 6), (1, 2, 1, 0), 1),
+                  (1, 1, (2, 3), (2, 2, 2, 2), 1)]
+
+
+@pytest.mark.parametrize(("ic", "oc", "hw", "pads", "n"), WINOGRAD_CASES)
+def test_winograd_forced(runtime: object, ic: int, oc: int, hw: tuple, pads: tuple, n: int) -> None:
+    backend = runtime.create_backend({"convAlgorithm": "winograd"})
+    x = rand((n, ic, *hw), seed=ic)
+    op = conv_op(fb.OpType.Convolution, ic, oc, (3, 3), (1, 1), pads, relu6=ic == 13, seed=oc)
+    run_conv(backend, op, x, pads)
+
+
+def test_winograd_chosen_by_cost_and_direct_forced(runtime: object) -> None:
+    op = conv_op(fb.OpType.Convolution, 64, 64, (3, 3), (1, 1), (1, 1, 1, 1))
+    x = rand((1, 64, 6, 6), seed=1)
+    for config, algorithm in (({}, "winograd2x2"), ({"convAlgorithm": "direct"}, "direct"),
+                              ({"convAlgorithm": {"other": "direct"}}, "winograd2x2")):
+        h = Harness(runtime.create_backend(config))
+        ins, outs = [h.tensor(x.shape, "NC4HW4")], [h.tensor((1, 64, 6, 6), "NC4HW4")]
+        execution = h.create(op.type, op, ins, outs)
+        h.resize([execution], ins, outs)
+        assert execution.algorithm == algorithm, config
