@@ -99,6 +99,10 @@ def transform_weights(weight: np.ndarray, unit: int, icp: int, ocp: int) -> np.n
     alpha = unit + k - 1
     kron = np.kron(gm, gm).astype(np.float32)  # row x*alpha + y, column a*k + b
     taps = np.ascontiguousarray(weight.transpose(3, 4, 0, 2, 1), dtype=np.float32).reshape(k * k, -1)
+    if groups == 1 and (icg, ocg) == (icp, ocp):  # the common case: straight into the result, no copy
+        packed = np.empty((1, alpha * alpha, icp, ocp), dtype=np.float32)
+        np.matmul(kron, taps, out=packed.reshape(alpha * alpha, icp * ocp))
+        return packed
     packed = np.zeros((groups, alpha * alpha, icp, ocp), dtype=np.float32)
     u = (kron @ taps).reshape(alpha * alpha, groups, icg, ocg)
     packed[:, :, :icg, :ocg] = u.transpose(1, 0, 2, 3)
