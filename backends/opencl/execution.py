@@ -114,6 +114,12 @@ class CLExecution(Execution):
         """Record the launches for the bound tensors (subclasses)."""
         raise NotImplementedError
 
+    def info(self) -> dict[str, Any]:
+        """Algorithm plus each recorded launch: kernel name, global and tuned local size."""
+        launches = [{"kernel": k.function_name, "global": list(g), "local": None if lv is None else list(lv)}
+                    for k, g, lv in self.launches]
+        return {**super().info(), "launches": launches}
+
     def on_execute(self) -> None:
         queue = self.backend.queue
         zero = np.float32(0)

@@ -34,6 +34,8 @@ def test_scratch_cnn_all_on_opencl_and_second_run_is_launch_only() -> None:
     assert session.main.name == "opencl"
     backends = {c["backend"] for c in session.info()["commands"]}
     assert backends == {"opencl"}, session.info()["commands"]
+    conv = session.info()["commands"][0]
+    assert conv["algorithm"] == "direct" and conv["launches"][0]["kernel"] == "conv2d"
     runtime = session.main.runtime
     x = np.random.default_rng(0).standard_normal((1, 3, 8, 8)).astype(np.float32)
     y = _run(interp, session, x)
