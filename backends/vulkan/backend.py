@@ -106,7 +106,7 @@ class VulkanBackend(Backend):
     def on_create(self, op_type: int, op: Any, inputs: Sequence[TensorRef],
                   outputs: Sequence[TensorRef]) -> Execution | None:
         entry = registry.KERNELS.get("vulkan", {}).get(int(op_type))
-        if (entry is None or any(t.desc.dtype != np.float32 for t in (*inputs, *outputs))
+        if (entry is None or not entry.cls.dtypes_ok(inputs, outputs)
                 or not entry.cls.supports(op, inputs, outputs)):
             return None
         return entry.cls(self, op, inputs, outputs)
@@ -132,9 +132,13 @@ class VulkanBackend(Backend):
         self.descriptors.reset()
         self._cursor = self._done = 0
 
+    def storage_dtype(self, tensor: TensorRef) -> np.dtype:
+        """Element type of a tensor on the device: float32 tensors use `tensor_dtype`, other types stay as they are."""
+        return self.tensor_dtype if tensor.desc.dtype == np.float32 else tensor.desc.dtype
+
     def storage_bytes(self, tensor: TensorRef) -> int:
         """Bytes a tensor occupies on the device (halved for float16 storage)."""
-        return math.prod(tensor.desc.physical_shape) * self.tensor_dtype.itemsize
+        return math.prod(tensor.desc.physical_shape) * self.storage_dtype(tensor).itemsize
 
     def on_acquire(self, tensor: TensorRef, storage: StorageType) -> None:
         nbytes = self.storage_bytes(tensor)
@@ -142,7 +146,7 @@ class VulkanBackend(Backend):
             buf = DeviceBuffer(self.vdev, nbytes, COUNTERS)
             self._static.append(buf)
             self._bindings[tensor.index] = Binding(buf, 0, max(nbytes, 16))
-            tensor.array = buf.array(0, self.tensor_dtype, tensor.desc.physical_shape)
+            tensor.array = buf.array(0, self.storage_dtype(tensor), tensor.desc.physical_shape)
             return
         self._chunks[tensor.index] = (tensor, self._planner.acquire(nbytes))
 
@@ -157,7 +161,7 @@ class VulkanBackend(Backend):
             self._arena = DeviceBuffer(self.vdev, need, COUNTERS)
         for ref, chunk in self._chunks.values():
             self._bindings[ref.index] = Binding(self._arena, chunk.offset, max(self.storage_bytes(ref), 16))
-            ref.array = self._arena.array(chunk.offset, self.tensor_dtype, ref.desc.physical_shape)
+            ref.array = self._arena.array(chunk.offset, self.storage_dtype(ref), ref.desc.physical_shape)
         self.eager = False
 
     def on_clear(self) -> None:
@@ -186,7 +190,7 @@ class VulkanBackend(Backend):
         if tensor.const and tensor.array is not None:
             if tensor.index not in self._const:
                 value = np.asarray(tensor.array).reshape(tensor.desc.physical_shape)
-                self._const[tensor.index] = self.upload(value, self.tensor_dtype)
+                self._const[tensor.index] = self.upload(value, self.storage_dtype(tensor))
             return self._const[tensor.index], False
         self.eager = True
         buf = DeviceBuffer(self.vdev, self.storage_bytes(tensor), COUNTERS)

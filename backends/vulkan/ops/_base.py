@@ -40,6 +40,11 @@ class VulkanExecution(Execution):
         """Whether this execution can run the op with these tensors."""
         return True
 
+    @classmethod
+    def dtypes_ok(cls, inputs: Sequence[TensorRef], outputs: Sequence[TensorRef]) -> bool:
+        """Element types accepted: float32 only, unless an op overrides this (Gather, ArgMax, Cast)."""
+        return all(t.desc.dtype == np.float32 for t in (*inputs, *outputs))
+
     def encode(self) -> None:
         """Prepare the dispatches (override)."""
         raise NotImplementedError

@@ -6,22 +6,28 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from mnnpy.backends.vulkan.layout import shader_format
 from mnnpy.backends.vulkan.ops._base import VulkanExecution, op_param, vulkan_kernel
 from mnnpy.schema import mnn_generated as fb
 
 from mnnpy.core.backend import TensorRef
 from mnnpy.core.ir import NHWC
+from mnnpy.core.shape.misc import reduce_axes
 
 SUPPORTED = frozenset(range(7))
 
 
-def reduce_axes(op: Any, rank: int) -> list[int] | None:
-    """Sorted reduced axes when they form one contiguous run, else None (all axes when `dim` is empty)."""
-    dims = getattr(op_param(op), "dim", None)
-    axes = sorted({int(d) + rank if int(d) < 0 else int(d) for d in dims}) if dims is not None and len(dims) else \
-        list(range(rank))
-    if not axes or axes[0] < 0 or axes[-1] >= rank or axes != list(range(axes[0], axes[-1] + 1)):
+def contiguous_axes(op: Any, inputs: Sequence[TensorRef]) -> list[int] | None:
+    """Sorted reduced axes (param `dim` or constant input 1; empty = all) when they form one contiguous run."""
+    if len(inputs) > 1 and not (inputs[1].const and inputs[1].array is not None):
+        return None
+    values = [None, np.asarray(inputs[1].array) if len(inputs) > 1 else None]
+    try:
+        axes = reduce_axes(op, inputs[0].desc, values)
+    except (ValueError, TypeError, AttributeError):
+        return None
+    if not axes or axes != list(range(axes[0], axes[-1] + 1)):
         return None
     return axes
 
@@ -34,18 +40,18 @@ class VulkanReduction(VulkanExecution):
 
     @classmethod
     def supports(cls, op: Any, inputs: Sequence[TensorRef], outputs: Sequence[TensorRef]) -> bool:
-        if len(inputs) != 1 or len(outputs) != 1 or op_param(op) is None:
+        if len(inputs) not in (1, 2) or len(outputs) != 1 or op_param(op) is None:
             return False
         x, y = inputs[0].desc, outputs[0].desc
         if (x.fmt == NHWC) != (y.fmt == NHWC) or int(op_param(op).operation) not in SUPPORTED:
             return False
-        axes = reduce_axes(op, len(x.shape))
+        axes = contiguous_axes(op, inputs)
         return axes is not None and math.prod(x.shape) == math.prod(y.shape) * math.prod(x.shape[a] for a in axes)
 
     def encode(self) -> None:
         x, y = self.inputs[0], self.outputs[0]
         shape = x.desc.shape
-        axes = reduce_axes(self.op, len(shape))
+        axes = contiguous_axes(self.op, self.inputs)
         assert axes is not None
         outer = math.prod(shape[:axes[0]])
         axis = math.prod(shape[axes[0]:axes[-1] + 1])

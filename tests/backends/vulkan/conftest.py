@@ -37,9 +37,10 @@ class OpRunner:
     def __init__(self, runtime: Any, op_type: int, op: Any, inputs: Sequence[tuple[np.ndarray, str]],
                  out_descs: Sequence[TensorDesc], config: dict[str, Any] | None = None) -> None:
         self.backend = runtime.create_backend(config)
-        self.in_refs = [TensorRef(i, TensorDesc(x.shape, np.float32, fmt)) for i, (x, fmt) in enumerate(inputs)]
+        self.values = [np.asarray(x) for x, _ in inputs]
+        self.in_refs = [TensorRef(i, TensorDesc(x.shape, x.dtype, fmt)) for i, ((_, fmt), x) in
+                        enumerate(zip(inputs, self.values, strict=True))]
         self.out_refs = [TensorRef(len(inputs) + i, d) for i, d in enumerate(out_descs)]
-        self.values = [np.asarray(x, dtype=np.float32) for x, _ in inputs]
         b = self.backend
         b.on_resize_begin()
         self.execution = b.on_create(op_type, op, self.in_refs, self.out_refs)
