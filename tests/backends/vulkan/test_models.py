@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 
 import mnnpy as MNN  # noqa: N812 - as official scripts do
 
@@ -133,3 +134,22 @@ def test_mobilenet_like_low_precision(vk_runtime: Any, e2e: Any) -> None:
     got = _run(interp, session, x)
     want = e2e.ort(model, {"x": x})["y"]
     np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-2, atol=1e-3)
+
+
+@pytest.mark.parametrize("precision", ["normal", "low"])
+@pytest.mark.parametrize("name", ["encoder_layer_model", "resnet_block_model", "mobilenet_v2_block_model"])
+def test_converter_models_all_on_vulkan(vk_runtime: Any, e2e: Any, name: str, precision: str) -> None:
+    from converter import models  # the converter tests' model builders (tests/ is on the path)
+
+    model, feeds = getattr(models, name)()
+    path = e2e.convert(model)
+    by_type, interp, session = _placement(path, precision)
+    assert set().union(*by_type.values()) == {"vulkan"}, by_type
+    (input_name, x), = feeds.items()
+    interp.getSessionInput(session, input_name).fromNumpy(x)
+    interp.runSession(session)
+    got = {k: np.array(v.getNumpyData()) for k, v in interp.getSessionOutputAll(session).items()}
+    tol = 1e-2 if precision == "low" else 1e-4
+    for key, want in e2e.ort(model, feeds).items():
+        scale = max(1.0, float(np.abs(want).max()))
+        np.testing.assert_allclose(got[key].reshape(want.shape), want, rtol=tol, atol=tol * scale)
