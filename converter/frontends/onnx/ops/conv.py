@@ -55,10 +55,23 @@ def _wrap_1d(ctx: Context, node: OnnxNode, x: str) -> tuple[str, str]:
 def _dynamic_conv(ctx: Context, node: OnnxNode, op_type: int, auto_pad: str, dilations: list[int] | None,
                   group: int, kernel_shape: list[int] | None, pads: list[int] | None, strides: list[int] | None,
                   output_padding: list[int] | None = None) -> None:
-    """Run-time weights: MNN's multi-input convolution (inputs x, weight[, bias]), 2-D only."""
+    """Run-time weights: MNN's multi-input convolution (inputs x, weight[, bias]); 1-D via an extra unit axis."""
     w_shape = ctx.shape(node.inputs[1])
-    if w_shape is None or len(w_shape) != 4 or any(d is None for d in w_shape):
-        raise UseFunctionBody(f"{node.label()}: run-time weights need a known 4-D weight shape")
+    if w_shape is None or len(w_shape) not in (3, 4) or any(d is None for d in w_shape):
+        raise UseFunctionBody(f"{node.label()}: run-time weights need a known 3-D or 4-D weight shape")
+    if len(w_shape) == 3:
+        x, out = _wrap_1d(ctx, node, node.inputs[0])
+        weight = ctx.squeeze(node.inputs[1], [3], unsqueeze=True)
+        ctx.shapes[weight] = [*w_shape, 1]
+        inner = OnnxNode(out, node.op_type, [x, weight, *node.inputs[2:]], [out], node.domain, node.source_name)
+        _dynamic_conv(ctx, inner, op_type, auto_pad, _to_2d(dilations, 1, True), group,
+                      None if kernel_shape is None else [kernel_shape[0], 1], _to_2d(pads, 0, True),
+                      _to_2d(strides, 1, True), _to_2d(output_padding, 0, True))
+        ctx.squeeze(out, [3], output=node.outputs[0])
+        return
+    if group > 1 and op_type == OP.Convolution:
+        _grouped_dynamic_conv(ctx, node, auto_pad, dilations, group, kernel_shape, pads, strides)
+        return
     if op_type == OP.Convolution:
         oc, ic = int(w_shape[0]), int(w_shape[1]) * group
     else:
@@ -76,6 +89,36 @@ def _dynamic_conv(ctx: Context, node: OnnxNode, op_type: int, auto_pad: str, dil
     if node.input(2):
         inputs.append(node.inputs[2])
     ctx.emit(op_type, inputs, node.outputs, PARAM.Convolution2D, param, name=node.name)
+
+
+def _grouped_dynamic_conv(ctx: Context, node: OnnxNode, auto_pad: str, dilations: list[int] | None, group: int,
+                          kernel_shape: list[int] | None, pads: list[int] | None, strides: list[int] | None) -> None:
+    """MNN 3.6.1 computes grouped multi-input convolutions wrongly: split into `group` convolutions + Concat."""
+    param = fb.SliceT()
+    param.axis = 1
+    param.sourceType = fb.NetSource.TORCH
+    xs = [ctx.graph.unique_name(f"{node.name}_x{g}") for g in range(group)]
+    ctx.emit(OP.Slice, [node.inputs[0]], xs, PARAM.Slice, param)
+    w_param = fb.SliceT()
+    w_param.sourceType = fb.NetSource.TORCH
+    ws = [ctx.graph.unique_name(f"{node.name}_w{g}") for g in range(group)]
+    ctx.emit(OP.Slice, [node.inputs[1]], ws, PARAM.Slice, w_param)
+    bs: list[str] = []
+    if node.input(2):
+        bs = [ctx.graph.unique_name(f"{node.name}_b{g}") for g in range(group)]
+        ctx.emit(OP.Slice, [node.inputs[2]], bs, PARAM.Slice, w_param)
+    w_shape = list(ctx.shape(node.inputs[1]) or [])
+    outs = []
+    for g in range(group):
+        out = ctx.graph.unique_name(f"{node.name}_g{g}")
+        ctx.shapes[ws[g]] = [w_shape[0] // group, *w_shape[1:]]
+        inputs = [xs[g], ws[g]] + ([bs[g]] if bs else [])
+        inner = OnnxNode(out, node.op_type, inputs, [out], node.domain, node.source_name)
+        _dynamic_conv(ctx, inner, OP.Convolution, auto_pad, dilations, 1, kernel_shape, pads, strides)
+        outs.append(out)
+    axis = fb.AxisT()
+    axis.axis = 1
+    ctx.emit(OP.Concat, outs, [node.outputs[0]], PARAM.Axis, axis)
 
 
 @onnx_op("Conv")

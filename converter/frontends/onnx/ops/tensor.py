@@ -160,6 +160,17 @@ def pad_v2(ctx: Context, node: OnnxNode, *, mode: str = "constant", pads: list[i
     _pad_op(ctx, node, mode, ctx.const(_pairs(np.asarray(raw)), "pads"), value_name)
 
 
+def _runtime_axes_pads(ctx: Context, node: OnnxNode) -> str:
+    """Pads for run-time axes: ScatterNd the [n, 2] (begin, end) pairs into a zero [rank, 2] table, flattened."""
+    rank = ctx.need_rank(node, node.inputs[0])
+    rank_name = ctx.const(np.int32(rank))
+    axes = ctx.binary(BIN.MOD, ctx.binary(BIN.ADD, node.inputs[3], rank_name), rank_name)  # int MOD: Python mod
+    indices = ctx.reshape(axes, [-1, 1])
+    pairs = ctx.permute(ctx.reshape(node.inputs[1], [2, -1]), [1, 0])
+    table = ctx.out(OP.ScatterNd, [indices, pairs, ctx.const(np.int32([rank, 2]))], name="ScatterNd")
+    return ctx.reshape(table, [-1])
+
+
 @onnx_op("Pad", since=11)
 def pad(ctx: Context, node: OnnxNode, *, mode: str = "constant") -> None:
     """Pad -> Padding(x, pads as per-dim pairs[, value]); run-time pads are reordered with Reshape/Permute."""
@@ -174,7 +185,8 @@ def pad(ctx: Context, node: OnnxNode, *, mode: str = "constant") -> None:
             full[int(a) % rank + rank] = pads_value[i + half]
         pads_value = full
     elif node.input(3):
-        raise UseFunctionBody(f"{node.label()}: the axes input must be a constant")
+        _pad_op(ctx, node, mode, _runtime_axes_pads(ctx, node), node.input(2))
+        return
     if pads_value is not None:
         pads_name = ctx.const(_pairs(pads_value), "pads")
     else:
