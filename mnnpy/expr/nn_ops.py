@@ -24,6 +24,15 @@ def _pair(v: Sequence[int] | int) -> tuple[int, int]:
     return (vals[0], vals[1]) if len(vals) > 1 else (vals[0], vals[0])
 
 
+def _mode(mode: Any) -> Padding_Mode:
+    """A padding mode given as the enum, its int value or its name (also MNN's own enum objects)."""
+    if isinstance(mode, Padding_Mode):
+        return mode
+    if isinstance(mode, (int, np.integer)):
+        return Padding_Mode(int(mode))
+    return Padding_Mode[str(mode).rsplit(".", 1)[-1]]
+
+
 def _value(v: Any) -> np.ndarray | None:
     """A weight / bias operand as a float32 array (computed Vars are evaluated by the core)."""
     if v is None:
@@ -38,9 +47,12 @@ def _common(kernel: tuple[int, int], stride: Any, padding: Any, dilate: Any, gro
     c.strideX, c.strideY = _pair(stride)
     c.dilateX, c.dilateY = _pair(dilate)
     c.padX, c.padY = _pair(padding)
-    explicit = mode == Padding_Mode.CAFFE or (mode == Padding_Mode.VALID and (c.padX or c.padY))
+    mode = _mode(mode)
+    explicit = mode == Padding_Mode.CAFFE  # as MNN: VALID and SAME ignore `padding`
     c.padMode = fb.PadMode.CAFFE if explicit else (fb.PadMode.SAME if mode == Padding_Mode.SAME else
                                                    fb.PadMode.VALID)
+    if not explicit:
+        c.padX = c.padY = 0
     c.pads = [c.padY, c.padX, c.padY, c.padX] if explicit else None
     c.group = int(group)
     c.inputCount = int(ic)
@@ -53,7 +65,7 @@ def conv2d(input: Any, weight: Any, bias: Any, stride: Sequence[int] = (1, 1),
            padding_mode: Padding_Mode = Padding_Mode.VALID) -> Var:
     """2-D convolution of NCHW / NC4HW4 input with weight [oc, ic/group, kh, kw] (MNN: `expr.conv2d`).
 
-    Pairs (stride, padding, dilate) are in MNN's (x, y) order. Non-zero `padding` with VALID pads explicitly.
+    Pairs (stride, padding, dilate) are in MNN's (x, y) order; as in MNN, `padding` applies only with CAFFE.
     """
     w = _value(weight)
     oc, icg, kh, kw = w.shape
@@ -95,12 +107,17 @@ def _pool(x: Any, kind: int, kernel: Sequence[int], stride: Sequence[int], paddi
     p.kernelX, p.kernelY = _pair(kernel)
     p.strideX, p.strideY = _pair(stride)
     p.padX, p.padY = _pair(pads)
-    explicit = padding_mode == Padding_Mode.CAFFE or (padding_mode == Padding_Mode.VALID and (p.padX or p.padY))
+    padding_mode = _mode(padding_mode)
+    explicit = padding_mode == Padding_Mode.CAFFE
     p.padType = fb.PoolPadType.CAFFE if explicit else (fb.PoolPadType.SAME if padding_mode == Padding_Mode.SAME
                                                         else fb.PoolPadType.VALID)
+    if not explicit:
+        p.padX = p.padY = 0
     p.pads = [p.padY, p.padX, p.padY, p.padX] if explicit else None
     p.isGlobal = False
-    p.countType = fb.AvgPoolCountType.EXCLUDE_PADDING
+    # as MNN: explicit (CAFFE) padding counts in averages, TF-style SAME padding does not
+    p.countType = fb.AvgPoolCountType.EXCLUDE_PADDING if padding_mode == Padding_Mode.SAME else \
+        fb.AvgPoolCountType.INCLUDE_PADDING
     return apply(OT.Pooling, [to_var(x)], PT.Pool, p)
 
 
@@ -112,7 +129,7 @@ def max_pool(x: Any, kernel: Sequence[int], stride: Sequence[int], padding_mode:
 
 def avg_pool(x: Any, kernel: Sequence[int], stride: Sequence[int], padding_mode: Padding_Mode = Padding_Mode.VALID,
              pads: Sequence[int] = (0, 0)) -> Var:
-    """Average pooling (padding excluded from the count) (MNN: `expr.avg_pool`)."""
+    """Average pooling; CAFFE padding counts, SAME padding does not, as in MNN (MNN: `expr.avg_pool`)."""
     return _pool(x, fb.PoolType.AVEPOOL, kernel, stride, padding_mode, pads)
 
 
@@ -161,15 +178,20 @@ def selu(x: Any, scale: float, alpha: float) -> Var:
 
 
 def resize(x: Any, x_scale: float, y_scale: float, nearest: bool = False) -> Var:
-    """Scale H by y_scale and W by x_scale, bilinear (asymmetric coordinates) (MNN: `expr.resize`)."""
+    """Scale H by y_scale and W by x_scale, bilinear (asymmetric coordinates) (MNN: `expr.resize`).
+
+    As MNN, source coordinates use the ratio of the sizes (in / out), not the requested scale.
+    """
+    v = to_var(x)
+    _, _, h, w = v.shape
     p = fb.InterpT()
     p.resizeType = 1 if nearest else 2
     p.ctm = fb.CoordinateTransformationMode.Asymmetric
     p.alignCorners = False
     p.halfPixelCenters = False
     p.widthScale, p.heightScale = float(x_scale), float(y_scale)
-    scales = const_of(np.array([1.0, 1.0, y_scale, x_scale], np.float32))
-    return apply(OT.Interp, [to_var(x), scales], PT.Interp, p)
+    sizes = const_of(np.array([int(h * y_scale), int(w * x_scale)], np.int32))
+    return apply(OT.Interp, [v, sizes], PT.Interp, p)
 
 
 def scale(x: Any, channels: int, scale: Sequence[float], bias: Sequence[float]) -> Var:

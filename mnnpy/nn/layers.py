@@ -9,6 +9,7 @@ import numpy as np
 
 from mnnpy.expr import math as m
 from mnnpy.expr import nn_ops
+from mnnpy.expr.enums import Padding_Mode
 from mnnpy.expr.var import Var, const_of, to_var
 from mnnpy.nn.module import Module
 
@@ -37,27 +38,33 @@ def linear(input_length: int, output_length: int, bias: bool = True) -> Module:
 
 class _Conv(Module):
     def __init__(self, weight: Var, bias: Var, stride: Sequence[int], padding: Sequence[int],
-                 dilate: Sequence[int], group: int) -> None:
+                 dilate: Sequence[int], group: int, mode: Any) -> None:
         super().__init__()
         self.weight = weight
         self.bias = bias
-        object.__setattr__(self, "args", (stride, padding, dilate, group))
+        object.__setattr__(self, "args", (stride, padding, dilate, group, mode))
 
     def onForward(self, x: Any) -> Var:
-        stride, padding, dilate, group = self.args
-        return nn_ops.conv2d(x, self.weight, self.bias, stride, padding, dilate, group)
+        stride, padding, dilate, group, mode = self.args
+        return nn_ops.conv2d(x, self.weight, self.bias, stride, padding, dilate, group, mode)
 
 
 def conv(in_channel: int, out_channel: int, kernel_size: Sequence[int], stride: Sequence[int] = (1, 1),
          padding: Sequence[int] = (0, 0), dilation: Sequence[int] = (1, 1), depthwise: bool = False,
          bias: bool = True, padding_mode: Any = None) -> Module:
-    """A conv2d module with uniform-initialised weights (MNN: `nn.conv`)."""
+    """A conv2d module with uniform-initialised weights (MNN: `nn.conv`).
+
+    `padding_mode` None means CAFFE (explicit `padding`) when any padding is given, else VALID.
+    """
     kx, ky = (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
     group = in_channel if depthwise else 1
     rng = np.random.default_rng()
     bound = 1.0 / np.sqrt(in_channel // group * kx * ky)
     w = rng.uniform(-bound, bound, (out_channel, in_channel // group, ky, kx)).astype(np.float32)
-    return _Conv(const_of(w), const_of(np.zeros(out_channel, np.float32)), stride, padding, dilation, group)
+    if padding_mode is None:
+        padding_mode = Padding_Mode.CAFFE if any(int(p) for p in np.atleast_1d(padding)) else Padding_Mode.VALID
+    return _Conv(const_of(w), const_of(np.zeros(out_channel, np.float32)), stride, padding, dilation, group,
+                 padding_mode)
 
 
 class _BatchNorm(Module):

@@ -175,7 +175,8 @@ def test_conv_pool_and_activations(stride: int, pad: int, group: int, oc: int) -
     w = RNG.normal(size=(oc, c // group, 3, 3)).astype(np.float32)
     b = RNG.normal(size=oc).astype(np.float32)
     x = F.convert(F.const(IMG, IMG.shape), F.NC4HW4)
-    y = F.conv2d(x, F.const(w, w.shape), F.const(b, [oc]), [stride, stride], [pad, pad], group=group)
+    y = F.conv2d(x, F.const(w, w.shape), F.const(b, [oc]), [stride, stride], [pad, pad], group=group,
+                 padding_mode=F.CAFFE)
     ref = _conv_ref(IMG, w, b, stride, pad, group)
     check(y, ref, rtol=1e-4, atol=1e-4)
     same = F.conv2d(x, F.const(w, w.shape), F.const(b, [oc]), group=group, padding_mode=F.SAME)
