@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from mnnpy.schema import mnn_generated as fb
 
 from .helpers import check_model
@@ -59,3 +60,19 @@ def test_resnet18_converts_fast_and_matches(tmp_path: Path) -> None:
     _, report = convert(src, tmp_path / "r18.mnn")
     assert report.seconds < 5.0, report.summary()
     assert rel_diff(run_mnn(tmp_path / "r18.mnn", feeds, ["y"])[0], run_ort(model, feeds)[0]) <= 1e-4
+
+
+@pytest.mark.parametrize("name", ["mobilenet_v2_block", "attention_block"])
+def test_examples_convert_and_match(name: str, tmp_path: Path) -> None:
+    """The models tools/make_examples.py writes into examples/ convert and run in official MNN."""
+    import numpy as np
+
+    from .helpers import onnx
+
+    path = Path(__file__).resolve().parents[2] / "examples" / f"{name}.onnx"
+    if not path.exists():
+        pytest.skip("run tools/make_examples.py first")
+    model = onnx.load(str(path))
+    shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    feeds = {model.graph.input[0].name: np.random.default_rng(5).standard_normal(shape).astype(np.float32)}
+    check_model(model, feeds, tmp_path)
