@@ -39,7 +39,7 @@ _OP_NAMES = {v: k for k, v in vars(fb.OpType).items() if not k.startswith("_")}
 class Node:
     """One expression (MNN: `Expr`): a constant, a placeholder or an op with input Vars."""
 
-    __slots__ = ("_digest", "dtypes", "fmt", "inputs", "kind", "n_out", "name", "op", "shape", "value",
+    __slots__ = ("_digest", "_key", "dtypes", "fmt", "inputs", "kind", "n_out", "name", "op", "shape", "value",
                  "version")
 
     def __init__(self, kind: str, op: Any = None, inputs: list[Var] | None = None, n_out: int = 1,
@@ -56,6 +56,13 @@ class Node:
         self.name = name
         self.version = 0
         self._digest: bytes | None = None
+        self._key: Any = None
+
+    def op_key(self) -> Any:
+        """Plan-cache key of the op (type + parameters), computed once: parameters are never mutated."""
+        if self._key is None:
+            self._key = op_key(self.op)
+        return self._key
 
     def digest(self) -> bytes:
         """Hash of a constant's contents (cached until the value changes)."""
@@ -79,6 +86,7 @@ class Node:
             setattr(self, slot, getattr(other, slot))
         self.version += 1
         self._digest = None
+        self._key = None
         _EPOCH[0] += 1
 
 
@@ -146,7 +154,7 @@ def _structure(nodes: list[Node], outputs: list[Var]) -> Any:
         elif n.kind == INPUT:
             parts.append(("I", np.dtype(n.dtypes[0]).str, n.shape, n.fmt))
         else:
-            parts.append(("O", op_key(n.op), n.n_out, tuple((pos[id(v.node)], v.index) for v in n.inputs)))
+            parts.append(("O", n.op_key(), n.n_out, tuple((pos[id(v.node)], v.index) for v in n.inputs)))
     return (tuple(parts), tuple((pos[id(v.node)], v.index) for v in outputs))
 
 

@@ -7,6 +7,7 @@ attribute assignment).
 
 from __future__ import annotations
 
+from mnnpy.nn import compress, loss
 from mnnpy.nn.layers import batch_norm, conv, dropout, linear
 from mnnpy.nn.module import (
            EmptyModule,
@@ -19,5 +20,5 @@ from mnnpy.nn.module import (
 
 dummy = None
 
-__all__ = ["EmptyModule", "Module", "RuntimeManager", "batch_norm", "conv", "create_runtime_manager", "dropout",
-           "dummy", "linear", "load_module", "load_module_from_file"]
+__all__ = ["EmptyModule", "Module", "RuntimeManager", "batch_norm", "compress", "conv", "create_runtime_manager",
+           "dropout", "dummy", "linear", "load_module", "load_module_from_file", "loss"]

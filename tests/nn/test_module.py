@@ -115,3 +115,19 @@ def test_user_module_registers_children_and_parameters() -> None:
     assert MNN.nn.dropout(0.3).forward(img).shape == [1, 3, 6, 6]
     bn = MNN.nn.batch_norm(3)
     np.testing.assert_allclose(bn.forward(img).read(), img / np.sqrt(1 + 1e-5), rtol=1e-5)
+
+
+def test_losses_and_names() -> None:
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0.05, 1, (3, 4)).astype(np.float32)
+    p /= p.sum(1, keepdims=True)
+    t = np.eye(4, dtype=np.float32)[[0, 2, 3]]
+    refs = {"cross_entropy": -(t * np.log(p)).sum(1).mean(), "mse": ((p - t) ** 2).sum(1).mean(),
+            "mae": np.abs(p - t).sum(1).mean(), "hinge": np.maximum(1 - t * p, 0).sum(1).mean(),
+            "kl": (t * (np.log(t + 1e-8) - np.log(p + 1e-8))).sum(1).mean()}
+    for name, ref in refs.items():
+        np.testing.assert_allclose(float(getattr(MNN.nn.loss, name)(p, t)), ref, rtol=1e-5)
+    with pytest.raises(NotImplementedError, match="train_quant"):
+        MNN.nn.compress.train_quant()
+    mnn = pytest.importorskip("MNN", reason="official MNN wheel lists the names")
+    assert not sorted({n for n in dir(mnn.nn) if not n.startswith("_")} - set(dir(MNN.nn)))
