@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -37,8 +38,9 @@ SKIP_REASON = "glslangValidator/spirv-val not installed (apt-get install glslang
 
 @pytest.mark.skipif(NO_GLSLANG, reason=SKIP_REASON)
 def test_spirv_is_fresh() -> None:
-    problems = _tool().build(check=True)
-    assert problems == [], "\n".join(problems)
+    res = subprocess.run([sys.executable, str(TOOL), "--check"], capture_output=True, text=True, timeout=300,
+                         check=False)
+    assert res.returncode == 0, res.stdout + res.stderr
 
 
 @pytest.mark.skipif(NO_GLSLANG, reason=SKIP_REASON)
