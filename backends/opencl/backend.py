@@ -104,6 +104,7 @@ class OpenCLBackend(Backend):
     def on_resize_begin(self) -> None:
         self._planner = memory.ArenaPlanner()
         self._chunks = {}
+        self.static_bytes = 0
 
     def on_acquire(self, tensor: TensorRef, storage: StorageType) -> None:
         if storage == StorageType.STATIC:
