@@ -210,8 +210,8 @@ def _materialise(g: Graph, pending: list[Command], keep: set[int]) -> list[Comma
     def need(i: int) -> None:
         if i not in g.virtual or i in done:
             return
+        regions, gathers = fuse(g.virtual[i], g.virtual, size_of, done)
         done.add(i)
-        regions, gathers = fuse(g.virtual[i], g.virtual, size_of)
         origins = sorted({r.origin for r in regions} | {x.origin for x in gathers})
         for o in origins:
             need(o)

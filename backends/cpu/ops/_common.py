@@ -31,12 +31,24 @@ def same_layout(*refs: TensorRef) -> bool:
 
 
 def physical_operand(value: np.ndarray, out_shape: tuple[int, ...], fmt: str) -> np.ndarray:
-    """A constant broadcast to the output's logical shape, in the output's physical layout (made once)."""
-    full = np.broadcast_to(value, out_shape)
+    """A constant laid out to broadcast against the output's physical array (made once, kept small).
+
+    Plain layouts use numpy broadcasting as is. For NC4HW4, a constant with the output's channel count is packed in
+    its own (rank-padded) shape, one with a single channel gets a trailing lane axis of 1 (the caller zeroes the
+    channel tail afterwards), anything else is broadcast to the full output first.
+    """
+    v = np.asarray(value)
+    v = v.reshape((1,) * (len(out_shape) - v.ndim) + v.shape)
     if fmt != NC4HW4:
-        return np.ascontiguousarray(full)
-    packed = np.empty(packed_dims(out_shape), dtype=value.dtype)
-    pack_into(np.ascontiguousarray(full), packed)
+        return np.ascontiguousarray(v)
+    if v.ndim >= 2 and v.shape[1] == out_shape[1]:
+        packed = np.empty(packed_dims(v.shape), dtype=v.dtype)
+        pack_into(np.ascontiguousarray(v), packed)
+        return packed
+    if v.ndim >= 2 and v.shape[1] == 1:
+        return np.ascontiguousarray(v[:, 0:1]).reshape((*v.shape, 1))
+    packed = np.empty(packed_dims(out_shape), dtype=v.dtype)
+    pack_into(np.ascontiguousarray(np.broadcast_to(v, out_shape)), packed)
     return packed
 
 

@@ -68,14 +68,16 @@ def fit_regions(dst: np.ndarray, src: np.ndarray, origin: int) -> list[Region] |
     return [Region(View(int(cur_s[0]), tuple(sst)), View(int(cur_d[0]), tuple(dstst)), tuple(sizes), origin)]
 
 
-def fuse(regions: list[Region], virtual: dict[int, list[Region]],
-         size_of: Callable[[int], int]) -> tuple[list[Region], list[Gather]]:
+def fuse(regions: list[Region], virtual: dict[int, list[Region]], size_of: Callable[[int], int],
+         materialised: set[int] | frozenset[int] = frozenset()) -> tuple[list[Region], list[Gather]]:
     """Rewrite regions so that no origin is virtual.
 
     Args:
         regions: regions of the tensor being materialised (origins are tensor indices).
         virtual: tensor index -> its regions, for every virtual tensor.
         size_of: tensor index -> element count.
+        materialised: virtual tensors already written by an earlier Raster; they are read as they are (a
+            DenseNet-style concat chain then costs one region per input instead of re-deriving every source).
 
     Returns:
         regions and index gathers reading only materialised tensors.
@@ -83,10 +85,10 @@ def fuse(regions: list[Region], virtual: dict[int, list[Region]],
     out_regions: list[Region] = []
     gathers: list[Gather] = []
     for r in regions:
-        if r.origin not in virtual:
+        if r.origin not in virtual or r.origin in materialised:
             out_regions.append(r)
             continue
-        inner, inner_g = fuse(virtual[r.origin], virtual, size_of)
+        inner, inner_g = fuse(virtual[r.origin], virtual, size_of, materialised)
         n = size_of(r.origin)
         if not inner_g and len(inner) == 1 and _is_shift_copy(inner[0], n):
             shift = inner[0].src.offset - inner[0].dst.offset
