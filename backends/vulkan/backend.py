@@ -265,6 +265,15 @@ class VulkanBackend(Backend):
         COUNTERS["records"] += 1
         return cb
 
+    def on_resize_done(self) -> None:
+        """Pre-record the whole-session command buffer now (pre-inference) instead of at the first run.
+
+        Not part of the core's Backend interface yet: a schedule that calls it after every `Execution.on_resize`
+        moves the recording into resize. Without the call, the first run records lazily (same result).
+        """
+        if self.dispatches and (0, len(self.dispatches)) not in self._recorded:
+            self._recorded[(0, len(self.dispatches))] = self._record(0, len(self.dispatches))
+
     def advance(self, end: int) -> None:
         """Mark the dispatches before `end` as due (called by `Execution.on_execute`; launches nothing unless eager)."""
         self._cursor = max(self._cursor, end)

@@ -152,3 +152,19 @@ def test_resize_session_to_a_new_shape(vk_runtime: Any) -> None:
     interp.runSession(session)
     got = np.array(interp.getSessionOutput(session).getNumpyData())
     np.testing.assert_allclose(got, scratch_cnn_reference(x2, weights["w"], weights["b"]), rtol=1e-4, atol=1e-5)
+
+
+def test_on_resize_done_records_in_pre_inference(vk_runtime: Any) -> None:
+    from mnnpy.backends.vulkan.runtime import COUNTERS
+
+    net, weights = scratch_cnn(seed=7)
+    interp = MNN.Interpreter(net_to_bytes(net))
+    session = interp.createSession({"backend": "VULKAN"})
+    session.main.on_resize_done()  # what a schedule with the hook would call after every Execution.on_resize
+    before = COUNTERS["records"]
+    x = RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    interp.getSessionInput(session).fromNumpy(x)
+    interp.runSession(session)
+    assert COUNTERS["records"] == before, "the run found the command buffer already recorded"
+    got = np.array(interp.getSessionOutput(session).getNumpyData())
+    np.testing.assert_allclose(got, scratch_cnn_reference(x, weights["w"], weights["b"]), rtol=1e-4, atol=1e-5)
