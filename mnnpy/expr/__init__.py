@@ -142,6 +142,7 @@ from mnnpy.expr.shape_ops import (
     reverse,
     scatter_nd,
     select,
+    setdiff1d,
     shape,
     size,
     slice,
@@ -170,7 +171,6 @@ roi_pooling = STUBS["roi_pooling"]
 reverse_sequence = STUBS["reverse_sequence"]
 histogram = STUBS["histogram"]
 svd = STUBS["svd"]
-setdiff1d = STUBS["setdiff1d"]
 quant = STUBS["quant"]
 dequant = STUBS["dequant"]
 jsonop = STUBS["jsonop"]

@@ -158,3 +158,19 @@ def moments(x: Any, axes: Sequence[int] = (2, 3), shift: Any = None, keep_dims: 
     if not keep_dims:
         mean = reduce_mean(v, list(axes), False)
     return [mean, var]
+
+
+def flat_nonzero(x: Any) -> Var:
+    """Flat int32 indices of the non-zero elements, ascending.
+
+    The count is data-dependent, so it is computed first (NotEqual + ReduceSum, read back); the indices then come
+    from a TopKV2 of `mask * (n - position)`. Every step runs in the core.
+    """
+    from mnnpy.expr import shape_ops
+
+    flat = shape_ops.reshape(to_var(x), [-1])
+    n = flat.shape[0]
+    mask = m.not_equal(flat, 0)
+    k = int(reduce_sum(mask).read())
+    key = m.multiply(mask, const_of(np.arange(n, 0, -1, dtype=np.int32)))
+    return topk(key, k)[1]

@@ -173,9 +173,27 @@ def select(cond: Any, x: Any, y: Any) -> Var:
 
 
 def where(x: Any) -> Var:
-    """Coordinates of non-zero elements: data-dependent shape, not supported by the core (MNN: `expr.where`)."""
-    raise NotImplementedError("mnnpy.expr does not implement where(x) (Where with one input has a data-dependent "
-                              "shape the core cannot plan)")
+    """Coordinates of the non-zero elements, [count, rank] int32 (MNN: `expr.where`).
+
+    The core cannot plan Where's data-dependent shape; the count is computed first (see `reduce.flat_nonzero`).
+    """
+    from mnnpy.expr.reduce import flat_nonzero
+
+    v = to_var(x)
+    flat = flat_nonzero(v)
+    if v.ndim <= 1:
+        return reshape(flat, [-1, 1])
+    return transpose(unravel_index(flat, v.shape), [1, 0])
+
+
+def setdiff1d(x: Any, y: Any) -> Var:
+    """Elements of 1-D x not in y, in x's order (MNN: `expr.setdiff1d`; the count is computed first)."""
+    from mnnpy.expr.math import not_equal
+    from mnnpy.expr.reduce import flat_nonzero, reduce_all
+
+    a, b = to_var(x), to_var(y)
+    keep = reduce_all(not_equal(unsqueeze(a, [1]), unsqueeze(b, [0])), [1])
+    return gather(a, flat_nonzero(keep), 0)
 
 
 def one_hot(indices: Any, depth: int, onValue: float = 1.0, offValue: float = 0.0,  # noqa: N803 - MNN's names

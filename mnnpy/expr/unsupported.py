@@ -20,7 +20,6 @@ MISSING: dict[str, str] = {
     "reverse_sequence": "no ReverseSequence op in the core",
     "histogram": "no Histogram op in the core",
     "svd": "no Svd op in the core",
-    "setdiff1d": "no SetDiff1D op in the core (data-dependent output shape)",
     "quant": "no FloatToInt8 op in the CPU backend",
     "dequant": "no Int8ToFloat op in the CPU backend",
     "jsonop": "no JSON op description reader",

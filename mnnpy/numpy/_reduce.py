@@ -231,22 +231,9 @@ def lexsort(keys: Any, axis: int = -1) -> Var:
     return order
 
 
-def _count(mask: Var) -> int:
-    return int(er.reduce_sum(mask, [], False).read())
-
-
 def flatnonzero(a: Any) -> Var:
-    """Flat indices of non-zero elements (MNN: `numpy.flatnonzero`).
-
-    The output size is data-dependent: the count is computed first (ReduceSum), then the indices come from a
-    TopKV2 of `mask * (n - position)`, so every step runs in the core.
-    """
-    flat = es.reshape(var(a), [-1])
-    n = flat.shape[0]
-    mask = em.not_equal(flat, 0)
-    k = _count(mask)
-    key = em.multiply(mask, const_of(np.arange(n, 0, -1, dtype=np.int32)))
-    return er.topk(key, k)[1]
+    """Flat indices of non-zero elements; the data-dependent count is computed first (MNN: `numpy.flatnonzero`)."""
+    return er.flat_nonzero(var(a))
 
 
 def nonzero(a: Any) -> tuple[Var, ...]:

@@ -136,6 +136,9 @@ def test_shape_ops() -> None:
     check(F.zeros_like(v), np.zeros_like(X))
     check(F.range(1.0, 2.0, 0.25), np.arange(1.0, 2.0, 0.25))
     check(F.reverse(v, [1]), X[:, ::-1])
+    check(F.where(F.const(X > 1, X.shape, dtype=F.int)), np.argwhere(X > 1))
+    check(F.where(F.const([0, 3, 0, 1], [4])), [[1], [3]])
+    check(F.setdiff1d(F.const([5, 1, 4, 1, 7], [5], dtype=F.int), F.const([1, 7], [2], dtype=F.int)), [5, 4])
     check(F.matrix_band_part(F.const(X[0], [3, 4]), 1, 0), np.tril(np.triu(X[0], -1)))
     check(F.unravel_index(F.const([5, 11], [2], dtype=F.int), [3, 4]), np.stack(np.unravel_index([5, 11], (3, 4))))
     check(F.crop(F.const(IMG, IMG.shape), F.const(np.zeros((2, 5, 3, 2), np.float32), [2, 5, 3, 2]), 2, [1, 2]),
