@@ -2,7 +2,10 @@
 
 * ``MnnpyEngine``: ``mnnpy.Interpreter`` on a .mnn (our converter's, when the source is ONNX).
 * ``OrtEngine``: onnxruntime on the .onnx, ``intra_op_num_threads`` = threads, spinning off (interleaved runs).
-* ``MnnEngine``: the official MNN wheel on a .mnn (its own converter's, when the source is ONNX).
+* ``MnnEngine``: the official MNN wheel on a .mnn: by default the same file mnnpy runs (our .mnn is MNN's
+  format), so both runtimes execute one graph; ``mnn_source="official"`` converts with MNN's own converter instead
+  (MNN 3.6.1's converter output for tools/bench_models.py's ResNet-18 computes all zeros in MNN 3.6.1: check the
+  agreement column).
 
 ``prepare_models`` does the conversions; a peer that is not installed, or cannot convert or run the model, becomes
 a ``Missing`` entry with the reason, never an exception.
@@ -60,13 +63,14 @@ def _official_convert(src: Path, dst: Path) -> None:
         raise RuntimeError("the official converter wrote nothing")
 
 
-def prepare_models(model: Path, workdir: Path | None, wanted: set[str]) -> Models:
+def prepare_models(model: Path, workdir: Path | None, wanted: set[str], mnn_source: str = "ours") -> Models:
     """Convert ``model`` (.onnx or .mnn) for the wanted engines.
 
     Args:
         model: the source model.
         workdir: where converted files go (None: a fresh temporary folder).
         wanted: engine names among ``ENGINES``.
+        mnn_source: which .mnn official MNN runs: "ours" (the file mnnpy runs) or "official" (its converter's).
 
     Returns:
         The files per engine; conversion failures are recorded in ``errors``, not raised.
@@ -87,7 +91,7 @@ def prepare_models(model: Path, workdir: Path | None, wanted: set[str]) -> Model
     except Exception as exc:
         models.mnnpy = None
         models.errors["mnnpy"] = f"conversion failed: {type(exc).__name__}: {exc}"
-    if "mnn" in wanted:
+    if "mnn" in wanted and mnn_source == "official":
         t0 = time.perf_counter()
         try:
             dst = out / f"{model.stem}.official.mnn"

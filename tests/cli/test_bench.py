@@ -58,7 +58,8 @@ def _engine_rows(out: str) -> dict[str, str]:
 def test_bench_table_with_peers(tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("onnxruntime")
     pytest.importorskip("MNN")
-    assert main(["bench", str(tiny), "--runs", "2", "--warmup", "1", "--workdir", str(tmp_path)]) == 0
+    assert main(["bench", str(tiny), "--runs", "2", "--warmup", "1", "--workdir", str(tmp_path),
+                 "--mnn-model", "official"]) == 0
     out = capsys.readouterr().out
     rows = _engine_rows(out)
     assert set(rows) == {"mnnpy", "ort", "mnn"}, out
@@ -68,6 +69,15 @@ def test_bench_table_with_peers(tiny: Path, tmp_path: Path, capsys: pytest.Captu
     for name in ("ort", "mnn"):  # same inputs, same answer
         assert float(rows[name].split()[-1]) < 1e-3, rows[name]
     assert (tmp_path / "tiny.mnnpy.mnn").exists() and (tmp_path / "tiny.official.mnn").exists()
+
+
+def test_official_mnn_runs_our_file_by_default(tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("MNN")
+    assert main(["bench", str(tiny), "--runs", "2", "--warmup", "0", "--compare", "mnn",
+                 "--workdir", str(tmp_path)]) == 0
+    rows = _engine_rows(capsys.readouterr().out)
+    assert set(rows) == {"mnnpy", "mnn"} and float(rows["mnn"].split()[-1]) < 1e-3
+    assert not (tmp_path / "tiny.official.mnn").exists()
 
 
 def test_missing_peer_is_reported_not_fatal(tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
