@@ -231,6 +231,9 @@ class MnnEngine(Engine):
     hosts: list[tuple[Any, Any, np.ndarray]]
 
     def __init__(self, path: Path, threads: int) -> None:
+        # MNN's wheel runs on OpenMP: idle workers that spin after a run would eat the next engine's time slice
+        # in interleaved runs (onnxruntime's spinning is switched off the same way). Read when libgomp loads.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         import MNN
 
         self.mnn = MNN
