@@ -112,6 +112,7 @@ from mnnpy.expr.reduce import (
     argmin,
     cumprod,
     cumsum,
+    histogram,
     moments,
     reduce_all,
     reduce_any,
@@ -169,7 +170,6 @@ nms = STUBS["nms"]
 roi_align = STUBS["roi_align"]
 roi_pooling = STUBS["roi_pooling"]
 reverse_sequence = STUBS["reverse_sequence"]
-histogram = STUBS["histogram"]
 svd = STUBS["svd"]
 quant = STUBS["quant"]
 dequant = STUBS["dequant"]

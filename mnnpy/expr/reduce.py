@@ -174,3 +174,24 @@ def flat_nonzero(x: Any) -> Var:
     k = int(reduce_sum(mask).read())
     key = m.multiply(mask, const_of(np.arange(n, 0, -1, dtype=np.int32)))
     return topk(key, k)[1]
+
+
+def histogram(x: Any, bin: int, min: float, max: float, channel: int = -1) -> Var:
+    """Float counts of the values in [min, max] over `bin` equal bins, max inclusive (MNN: `expr.histogram`).
+
+    Bin indices come from Floor of the scaled values, then OneHot and ReduceSum (weighted by the in-range mask).
+    """
+    from mnnpy.expr import shape_ops
+
+    v = to_var(x)
+    if channel >= 0:
+        v = shape_ops.gather(v, const_of(np.array(int(channel), np.int32)), v.ndim - 1)
+    v = shape_ops.reshape(v, [-1])
+    if v.np_dtype.kind != "f":
+        v = m.cast(v, np.float32)
+    lo, hi, n = float(min), float(max), int(bin)
+    inside = m.cast(m.multiply(m.greater_equal(v, lo), m.less_equal(v, hi)), np.float32)
+    idx = m.cast(m.floor(m.multiply(m.subtract(v, lo), n / (hi - lo))), np.int32)
+    idx = m.minimum(m.maximum(idx, 0), n - 1)
+    hot = shape_ops.one_hot(idx, n)
+    return reduce_sum(m.multiply(hot, shape_ops.unsqueeze(inside, [1])), [0])

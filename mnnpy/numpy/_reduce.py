@@ -300,13 +300,14 @@ def histogram(a: Any, bins: int = 10, range: Any = None, normed: Any = None, wei
     if hi == lo:
         lo, hi = lo - 0.5, hi + 0.5
     edges = np.linspace(lo, hi, int(bins) + 1)
-    inside = em.multiply(em.greater_equal(v, lo), em.less_equal(v, hi))
-    idx = em.cast(em.floor(em.multiply(em.subtract(v, lo), float(bins) / (hi - lo))), np.int32)
-    idx = em.minimum(em.maximum(idx, 0), int(bins) - 1)
-    hot = es.one_hot(idx, int(bins))
-    w = em.cast(inside, np.float32) if weights is None else em.multiply(em.cast(inside, np.float32),
-                                                                        es.reshape(fvar(weights), [-1]))
-    counts = er.reduce_sum(em.multiply(hot, es.unsqueeze(w, [1])), [0])
+    if weights is None:
+        counts = er.histogram(v, int(bins), lo, hi)
+    else:
+        inside = em.multiply(em.greater_equal(v, lo), em.less_equal(v, hi))
+        idx = em.cast(em.floor(em.multiply(em.subtract(v, lo), float(bins) / (hi - lo))), np.int32)
+        hot = es.one_hot(em.minimum(em.maximum(idx, 0), int(bins) - 1), int(bins))
+        w = em.multiply(em.cast(inside, np.float32), es.reshape(fvar(weights), [-1]))
+        counts = er.reduce_sum(em.multiply(hot, es.unsqueeze(w, [1])), [0])
     if density:
         counts = em.divide(counts, em.multiply(er.reduce_sum(counts), float((hi - lo) / bins)))
     elif weights is None:

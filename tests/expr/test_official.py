@@ -52,3 +52,10 @@ def test_resize_matches_official_mnn() -> None:
     mnn = pytest.importorskip("MNN", reason="official MNN wheel is the reference")
     theirs = _theirs(mnn, "resize", 2.0, 1.5)
     np.testing.assert_allclose(F.resize(F.const(X, X.shape), 2.0, 1.5).read(), theirs, rtol=1e-5, atol=1e-5)
+
+
+def test_histogram_matches_official_mnn() -> None:
+    mnn = pytest.importorskip("MNN", reason="official MNN wheel is the reference")
+    x = np.array([0.5, 1, 1, 2, 2.9, 3, 5, -1, 9], np.float32)
+    theirs = np.asarray(mnn.expr.histogram(mnn.expr.const(x, [9]), 4, 0, 3).read())
+    np.testing.assert_array_equal(F.histogram(F.const(x, [9]), 4, 0, 3).read(), theirs)
