@@ -141,6 +141,7 @@ from mnnpy.expr.shape_ops import (
     rank,
     reshape,
     reverse,
+    reverse_sequence,
     scatter_nd,
     select,
     setdiff1d,
@@ -169,7 +170,6 @@ detection_post_process = STUBS["detection_post_process"]
 nms = STUBS["nms"]
 roi_align = STUBS["roi_align"]
 roi_pooling = STUBS["roi_pooling"]
-reverse_sequence = STUBS["reverse_sequence"]
 svd = STUBS["svd"]
 quant = STUBS["quant"]
 dequant = STUBS["dequant"]

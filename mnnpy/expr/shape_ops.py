@@ -359,3 +359,25 @@ def unravel_index(indices: Any, shape: Sequence[int]) -> Var:
         coords.append(floormod(rest, d))
         rest = floordiv(rest, d)
     return stack(list(reversed(coords)), 0)
+
+
+def reverse_sequence(x: Any, y: Any, batch_dim: int, seq_dim: int) -> Var:
+    """Reverse the first y[b] elements along seq_dim for each batch b (MNN: `expr.reverse_sequence`).
+
+    The per-element source index is built with Range-like constants, Less and Select, then GatherElements.
+    """
+    from mnnpy.expr.math import cast, less, subtract
+
+    v = to_var(x)
+    shp = v.shape
+    rank = len(shp)
+    bd, sd = _norm(int(batch_dim), rank), _norm(int(seq_dim), rank)
+    t_shape = [1] * rank
+    t_shape[sd] = shp[sd]
+    t = const_of(np.arange(shp[sd], dtype=np.int32).reshape(t_shape))
+    l_shape = [1] * rank
+    l_shape[bd] = shp[bd]
+    lengths = reshape(cast(to_var(y), np.int32), l_shape)
+    index = select(less(t, lengths), subtract(subtract(lengths, 1), t), t)
+    index = broadcast_to(index, shp)
+    return apply(OT.GatherElements, [v, index, const_of(np.array([sd], np.int32))])

@@ -17,7 +17,6 @@ MISSING: dict[str, str] = {
     "nms": "no NonMaxSuppressionV2 op in the core (data-dependent output shape)",
     "roi_align": "no ROIAlign op in the core",
     "roi_pooling": "no ROIPooling op in the core",
-    "reverse_sequence": "no ReverseSequence op in the core",
     "svd": "no Svd op in the core",
     "quant": "no FloatToInt8 op in the CPU backend",
     "dequant": "no Int8ToFloat op in the CPU backend",

@@ -59,3 +59,17 @@ def test_histogram_matches_official_mnn() -> None:
     x = np.array([0.5, 1, 1, 2, 2.9, 3, 5, -1, 9], np.float32)
     theirs = np.asarray(mnn.expr.histogram(mnn.expr.const(x, [9]), 4, 0, 3).read())
     np.testing.assert_array_equal(F.histogram(F.const(x, [9]), 4, 0, 3).read(), theirs)
+
+
+def test_reverse_sequence_matches_official_mnn() -> None:
+    mnn = pytest.importorskip("MNN", reason="official MNN wheel is the reference")
+    x = np.arange(2 * 5 * 3, dtype=np.float32).reshape(2, 5, 3)
+    lengths = np.array([3, 5], np.int32)
+    e = mnn.expr
+    theirs = np.asarray(e.reverse_sequence(e.const(x, [2, 5, 3]), e.const(lengths, [2], e.NCHW, e.int), 0, 1).read())
+    ours = F.reverse_sequence(F.const(x, x.shape), F.const(lengths, [2], dtype=F.int), 0, 1).read()
+    np.testing.assert_array_equal(ours, theirs)
+    want = x.copy()
+    for b, n in enumerate(lengths):
+        want[b, :n] = x[b, :n][::-1]
+    np.testing.assert_array_equal(ours, want)
