@@ -5,6 +5,7 @@ They run in NCHW when an input already is NCHW (constants are transposed to matc
 
 from __future__ import annotations
 
+import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
 from ..context import BIN, OP, PARAM, UN, Context, Shape, TfNode
@@ -52,9 +53,50 @@ def _nchw_ok(ctx: Context, keys: list[str]) -> bool:
     return True
 
 
-def binary(ctx: Context, node: TfNode, operation: int) -> None:
-    """BinaryOp over the first two inputs, in NCHW when that avoids a layout change."""
+_NUMPY_BINARY = {BIN.ADD: np.add, BIN.SUB: np.subtract, BIN.MUL: np.multiply, BIN.REALDIV: np.true_divide,
+                 BIN.MAXIMUM: np.maximum, BIN.MINIMUM: np.minimum, BIN.POW: np.power}
+_NUMPY_UNARY = {UN.RSQRT: lambda v: 1 / np.sqrt(v), UN.SQRT: np.sqrt, UN.SQUARE: np.square, UN.EXP: np.exp,
+                UN.LOG: np.log, UN.NEG: np.negative, UN.ABS: np.abs, UN.RECIPROCAL: np.reciprocal}
+
+
+def _per_channel(value: np.ndarray | None, channels: int) -> np.ndarray | None:
+    """A constant that broadcasts along the channel axis only, as a [C] vector (else None)."""
+    if value is None or value.dtype.kind != "f" or (value.ndim and value.shape[-1] not in (1, channels)) or \
+            int(np.prod(value.shape[:-1] if value.ndim else ())) != 1:
+        return None
+    return np.broadcast_to(np.asarray(value, np.float64).reshape(-1), (channels,))
+
+
+def _fold_into_conv(ctx: Context, node: TfNode, operation: int) -> bool:
+    """x * c, x + c, x - c or c + x on a convolution's only reader, with c per channel: fold it into the conv."""
+    from .conv import channel_affine, foldable_conv
+
     a, b = node.inputs[0], node.inputs[1]
+    conv_key, const_key = (a, b) if foldable_conv(ctx, a) is not None else (b, a)
+    conv = foldable_conv(ctx, conv_key)
+    if conv is None or (operation == BIN.SUB and conv_key != a):
+        return False
+    vec = _per_channel(ctx.value(const_key), conv.param.common.outputCount)
+    if vec is None:
+        return False
+    if operation == BIN.MUL:
+        channel_affine(ctx, node, conv_key, vec, np.zeros_like(vec))
+    else:
+        channel_affine(ctx, node, conv_key, None, -vec if operation == BIN.SUB else vec)
+    return True
+
+
+def binary(ctx: Context, node: TfNode, operation: int) -> None:
+    """BinaryOp over the first two inputs, in NCHW when that avoids a layout change; constants fold here."""
+    a, b = node.inputs[0], node.inputs[1]
+    va, vb = ctx.value(a), ctx.value(b)
+    if va is not None and vb is not None and operation in _NUMPY_BINARY:
+        with np.errstate(all="ignore"):
+            value = np.asarray(_NUMPY_BINARY[operation](va, vb)).astype(np.result_type(va, vb))
+        ctx.set_out(node.name, ctx.const(value, node.name))
+        return
+    if operation in (BIN.MUL, BIN.ADD, BIN.SUB) and _fold_into_conv(ctx, node, operation):
+        return
     shape = broadcast_shape(ctx.shape(a), ctx.shape(b))
     nchw = _nchw_ok(ctx, [a, b])
     read = ctx.x_nchw if nchw else ctx.x
@@ -91,8 +133,13 @@ def _same_layout(ctx: Context, node: TfNode) -> tuple[str, str, bool]:
 @tf_op(*_UNARY)
 def unary_op(ctx: Context, node: TfNode) -> None:
     """Rsqrt/Sqrt/Square/Exp/Sigmoid/Tanh/... -> UnaryOp (Softplus as log(1 + exp(x)))."""
-    x, out, nchw = _same_layout(ctx, node)
     operation = _UNARY[node.op]
+    value = ctx.value(node.inputs[0])
+    if value is not None and operation in _NUMPY_UNARY:
+        with np.errstate(all="ignore"):
+            ctx.set_out(node.name, ctx.const(np.asarray(_NUMPY_UNARY[operation](value), value.dtype), node.name))
+        return
+    x, out, nchw = _same_layout(ctx, node)
     if operation is None:
         ctx.unary(UN.LOG1P, ctx.unary(UN.EXP, x), out)
     else:
@@ -147,7 +194,13 @@ def clip_by_value(ctx: Context, node: TfNode) -> None:
 def cast(ctx: Context, node: TfNode) -> None:
     """Cast(DstT) -> Cast with TF types mapped to MNN's."""
     from ..context import TF_TO_MNN_DTYPE
+    from ..loader import NP_DTYPES
 
+    value = ctx.value(node.inputs[0])
+    target = NP_DTYPES.get(node.attr("DstT", 1))
+    if value is not None and target is not None:
+        ctx.set_out(node.name, ctx.const(value.astype(target), node.name))
+        return
     x, out, nchw = _same_layout(ctx, node)
     param = fb.CastParamT()
     param.srcT = TF_TO_MNN_DTYPE.get(node.attr("SrcT", 1), fb.DataType.DT_FLOAT)

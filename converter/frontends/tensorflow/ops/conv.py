@@ -93,7 +93,7 @@ def depthwise_conv2d(ctx: Context, node: TfNode) -> None:
     _emit_conv(ctx, node, OP.ConvolutionDepthwise if mult == 1 else OP.Convolution, weight, common, out_shape)
 
 
-def _foldable_conv(ctx: Context, key: str) -> Node | None:
+def foldable_conv(ctx: Context, key: str) -> Node | None:
     """The convolution producing NCHW tensor `key`, if nothing else has read it yet."""
     if not ctx.is_nchw(key) or ctx.readers.get(key, 0) != 1:
         return None
@@ -109,9 +109,9 @@ def _foldable_conv(ctx: Context, key: str) -> Node | None:
     return None
 
 
-def _channel_affine(ctx: Context, node: TfNode, x: str, scale: np.ndarray | None, bias: np.ndarray) -> None:
+def channel_affine(ctx: Context, node: TfNode, x: str, scale: np.ndarray | None, bias: np.ndarray) -> None:
     """y = x * scale + bias per channel: folded into a producing conv, else a Scale op (NCHW) or BinaryOps."""
-    conv = _foldable_conv(ctx, x)
+    conv = foldable_conv(ctx, x)
     out = ctx.out_name(node.name, nchw=ctx.is_nchw(x))
     if conv is not None and bias.size == conv.param.common.outputCount:
         param = conv.param
@@ -148,7 +148,7 @@ def bias_add(ctx: Context, node: TfNode) -> None:
 
         binary(ctx, node, fb.BinaryOpOperation.ADD)
         return
-    _channel_affine(ctx, node, node.inputs[0], None, np.asarray(bias, np.float64).ravel())
+    channel_affine(ctx, node, node.inputs[0], None, np.asarray(bias, np.float64).ravel())
 
 
 @tf_op("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3")
@@ -161,7 +161,7 @@ def fused_batch_norm(ctx: Context, node: TfNode) -> None:
     gamma, beta, mean, var = (np.asarray(ctx.need_value(node, i, what), np.float64).ravel()
                               for i, what in ((1, "scale"), (2, "offset"), (3, "mean"), (4, "variance")))
     scale = gamma / np.sqrt(var + float(node.attr("epsilon", 1e-3)))
-    _channel_affine(ctx, node, node.inputs[0], scale, beta - mean * scale)
+    channel_affine(ctx, node, node.inputs[0], scale, beta - mean * scale)
 
 
 def _pool(ctx: Context, node: TfNode, pool_type: int) -> None:

@@ -58,6 +58,10 @@ def squeeze(ctx: Context, node: TfNode) -> None:
     if shape is not None:
         norm = {a % len(shape) for a in axes} if axes else {i for i, d in enumerate(shape) if d == 1}
         out_shape = [d for i, d in enumerate(shape) if i not in norm]
+    value = ctx.value(x)
+    if value is not None:
+        _const_out(ctx, node, np.squeeze(value, axis=tuple(axes)) if axes else np.squeeze(value))
+        return
     param = fb.SqueezeParamT()
     param.squeezeDims = axes or None
     ctx.emit(OP.Squeeze, [ctx.x(x)], [node.name], PARAM.SqueezeParam, param, name=node.name)
@@ -74,6 +78,10 @@ def expand_dims(ctx: Context, node: TfNode) -> None:
     if shape is not None:
         pos = axis % (len(shape) + 1)
         out_shape = [*shape[:pos], 1, *shape[pos:]]
+    value = ctx.value(x)
+    if value is not None:
+        _const_out(ctx, node, np.expand_dims(value, axis))
+        return
     param = fb.SqueezeParamT()
     param.squeezeDims = [axis]
     ctx.emit(OP.Unsqueeze, [ctx.x(x)], [node.name], PARAM.SqueezeParam, param, name=node.name)
