@@ -165,8 +165,22 @@ def erfc(x: Any) -> Var:
 
 
 def erfinv(x: Any) -> Var:
-    """Inverse error function: the CPU backend has no ERFINV kernel (MNN: `expr.erfinv`)."""
-    raise NotImplementedError("mnnpy.expr does not implement erfinv (no UnaryOp ERFINV kernel in the core)")
+    """Inverse error function (MNN: `expr.erfinv`).
+
+    The CPU backend has no UnaryOp ERFINV kernel, so this is Winitzki's closed form refined by three Newton steps
+    on erf, all as core ops.
+    """
+    v = to_var(x)
+    if v.np_dtype.kind != "f":
+        v = cast(v, dtype.float)
+    a = 0.147
+    ln = log(subtract(1.0, square(v)))
+    t = add(2.0 / (np.pi * a), multiply(ln, 0.5))
+    y = multiply(sign(v), sqrt(subtract(sqrt(subtract(square(t), multiply(ln, 1.0 / a))), t)))
+    for _ in range(3):
+        slope = multiply(exp(negative(square(y))), float(2.0 / np.sqrt(np.pi)))
+        y = subtract(y, divide(subtract(erf(y), v), slope))
+    return y
 
 
 def expm1(x: Any) -> Var:

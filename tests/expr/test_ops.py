@@ -42,6 +42,12 @@ def test_unary(name: str, ref: Any, x: np.ndarray) -> None:
     check(getattr(F, name)(F.scalar(float(x.flat[0]))), ref(np.float64(x.flat[0])))
 
 
+def test_erfinv_inverts_erf() -> None:
+    x = np.linspace(-0.999, 0.999, 101).astype(np.float32)
+    y = F.erfinv(F.const(x, x.shape)).read()
+    np.testing.assert_allclose(ERF(y.astype(np.float64)), x, atol=1e-6)
+
+
 BINARY = [("add", np.add), ("subtract", np.subtract), ("multiply", np.multiply), ("divide", np.divide),
           ("pow", lambda a, b: np.power(np.abs(a), b)), ("maximum", np.maximum), ("minimum", np.minimum),
           ("greater", np.greater), ("greater_equal", np.greater_equal), ("less", np.less),
