@@ -76,3 +76,22 @@ def test_examples_convert_and_match(name: str, tmp_path: Path) -> None:
     shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
     feeds = {model.graph.input[0].name: np.random.default_rng(5).standard_normal(shape).astype(np.float32)}
     check_model(model, feeds, tmp_path)
+
+
+def test_decomposed_layer_norm_is_recognised(tmp_path: Path) -> None:
+    """ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add (older exporters) becomes one LayerNorm."""
+    import numpy as np
+
+    from .helpers import F, make_model, oh
+
+    nodes = [oh.make_node("ReduceMean", ["x"], ["m"], axes=[-1]), oh.make_node("Sub", ["x", "m"], ["d"]),
+             oh.make_node("Pow", ["d", "two"], ["sq"]), oh.make_node("ReduceMean", ["sq"], ["v"], axes=[-1]),
+             oh.make_node("Add", ["v", "eps"], ["ve"]), oh.make_node("Sqrt", ["ve"], ["s"]),
+             oh.make_node("Div", ["d", "s"], ["n"]), oh.make_node("Mul", ["n", "g"], ["ng"]),
+             oh.make_node("Add", ["ng", "b"], ["y"])]
+    rng = np.random.default_rng(7)
+    inits = {"two": np.float32(2), "eps": np.float32(1e-5), "g": rng.standard_normal(13).astype(np.float32),
+             "b": rng.standard_normal(13).astype(np.float32)}
+    model = make_model(nodes, [("x", F, [2, 5, 13])], ["y"], inits, opset=13)
+    net = check_model(model, {"x": rng.standard_normal((2, 5, 13)).astype(np.float32)}, tmp_path)
+    assert _types(net) == [fb.OpType.Input, fb.OpType.LayerNorm]

@@ -9,6 +9,7 @@ from mnnpy.converter.passes import (
     dedupe,
     fold_constants,
     fuse_gelu,
+    fuse_layer_norm,
     fuse_relu_into_binary,
     fuse_relu_into_conv,
     fuse_scale_into_conv,
@@ -253,3 +254,36 @@ def test_dedupe_merges_identical_ops_and_constants() -> None:
     graph.outputs = ["y"]
     assert dedupe.apply(graph) == 2
     assert len(graph.nodes) == 2 and graph.nodes[1].inputs == ["a", "a"] and list(graph.constants) == ["c1"]
+
+
+def test_fuse_layer_norm_decomposed_form() -> None:
+    graph = _graph()
+    graph.ranks["x"] = 4
+    graph.constants.update({"two": np.float32(2), "eps": np.float32(1e-5), "g": np.full(4, 2, np.float32),
+                            "b": np.ones(4, np.float32)})
+
+    def mean(x: str, out: str) -> None:
+        param = fb.ReductionParamT()
+        param.operation = fb.ReductionType.MEAN
+        param.dim = [3]
+        param.keepDims = True
+        graph.add(OP.Reduction, [x], [out], fb.OpParameter.ReductionParam, param)
+
+    mean("x", "m")
+    _binary_node(graph, fb.BinaryOpOperation.SUB, "x", "m", "d")
+    _binary_node(graph, fb.BinaryOpOperation.POW, "d", "two", "sq")
+    mean("sq", "v")
+    _binary_node(graph, fb.BinaryOpOperation.ADD, "v", "eps", "ve")
+    sqrt = fb.UnaryOpT()
+    sqrt.opType = fb.UnaryOpOperation.SQRT
+    graph.add(OP.UnaryOp, ["ve"], ["s"], fb.OpParameter.UnaryOp, sqrt)
+    _binary_node(graph, fb.BinaryOpOperation.REALDIV, "d", "s", "n")
+    _binary_node(graph, fb.BinaryOpOperation.MUL, "n", "g", "ng")
+    _binary_node(graph, fb.BinaryOpOperation.ADD, "ng", "b", "y")
+    graph.outputs = ["y"]
+    assert fuse_layer_norm.apply(graph) == 1
+    remove_dead.apply(graph)
+    assert [n.op_type for n in graph.nodes] == [OP.LayerNorm]
+    ln = graph.nodes[0].param
+    assert list(ln.axis) == [-1] and abs(ln.epsilon - 1e-5) < 1e-9 and list(ln.gamma) == [2] * 4
+    assert graph.nodes[0].inputs == ["x"] and graph.nodes[0].outputs == ["y"]
