@@ -13,6 +13,8 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+import numpy  # noqa: F401 - loads the BLAS library both paths look for
+
 _SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads", "openblas_set_num_threads64_",
             "openblas_set_num_threads")
 _GETTERS = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads", "openblas_get_num_threads64_",
@@ -24,8 +26,6 @@ def _openblas() -> tuple[Any, Any] | None:
     """(setter, getter) of the OpenBLAS numpy loaded, found by ctypes; None when there is none."""
     if "ctypes" in _state:
         return _state["ctypes"]
-    import numpy  # noqa: F401 - loads the BLAS library we look for
-
     found = None
     with contextlib.suppress(OSError):
         with open("/proc/self/maps") as maps:
