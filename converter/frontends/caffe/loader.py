@@ -72,16 +72,30 @@ def _legacy_inputs(ctx: Context, net: Any) -> None:
         ctx.set_shape(name, shape)
 
 
+def _needed(layers: list[Layer], outputs: list[str]) -> list[Layer]:
+    """The layers the output blobs depend on (walking back; in-place layers keep their blob needed)."""
+    needed = set(outputs)
+    keep: list[Layer] = []
+    for layer in reversed(layers):
+        if needed & set(layer.tops) or layer.type == "Input":
+            keep.append(layer)
+            needed -= set(layer.tops)
+            needed |= set(layer.bottoms)
+    return keep[::-1]
+
+
 def load_net(prototxt: str | Path, caffemodel: str | Path | bytes | None, outputs: list[str] | None = None) -> Graph:
     """Convert a Caffe net into a Graph of MNN ops.
 
     Mirrors MNNConvert's Caffe frontend (`tools/converter/source/caffe`). Weights are matched to layers by name.
-    Outputs are `outputs` (blob names) or else the blobs no layer reads. Raises one ConvertError listing every
-    unsupported layer type.
+    Outputs are `outputs` (blob names; only the layers they need are converted) or else the blobs no layer reads.
+    Raises one ConvertError listing every unsupported layer type.
     """
     net = parse_prototxt(prototxt)
     weights = {layer.name: [blob_to_numpy(b) for b in layer.blobs] for layer in parse_caffemodel(caffemodel).layer}
     layers = [Layer(proto, weights.get(proto.name, [])) for proto in net.layer if _active(proto)]
+    if outputs is not None:
+        layers = _needed(layers, outputs)
     missing: dict[str, list[str]] = {}
     for layer in layers:
         if lookup(layer.type) is None:
