@@ -27,9 +27,24 @@ def _expand(index: Any, rank: int) -> list[Any]:
     return items
 
 
+def _mask(x: Var, index: Any) -> Var | None:
+    """The index as a 0/1 mask Var when it is a boolean mask of x's shape (bool array or comparison result)."""
+    if isinstance(index, np.ndarray) and index.dtype == np.bool_:
+        return const_of(index.astype(np.int32)) if list(index.shape) == x.shape else None
+    if isinstance(index, Var) and index.node.kind == "op" and index.node.op.type == m.OT.BinaryOp \
+            and index.node.op.main.opType in m.COMPARE and index.shape == x.shape:
+        return index
+    return None
+
+
 def getitem(x: Var, index: Any) -> Var:
     """numpy basic indexing (ints, slices, None, ...) and int-array indexing on axis 0 (MNN: `Var.__getitem__`)."""
     shape = x.shape
+    mask = _mask(x, index)
+    if mask is not None:  # boolean mask: data-dependent count, computed first
+        from mnnpy.expr.reduce import flat_nonzero
+
+        return shape_ops.gather(shape_ops.reshape(x, [-1]), flat_nonzero(mask), 0)
     if isinstance(index, (Var, list, np.ndarray)):
         idx = to_var(index)
         if idx.np_dtype.kind == "f":
@@ -87,6 +102,14 @@ def _positions(shape: list[int], index: Any) -> np.ndarray:
 def setitem(x: Var, index: Any, value: Any) -> Var:
     """The Var that `x[index] = value` leaves: ScatterNd of the values + Select (MNN: `Var.__setitem__`)."""
     shape = x.shape
+    bool_mask = _mask(x, index)
+    if bool_mask is not None:
+        val = to_var(value, x)
+        if val.np_dtype != x.np_dtype:
+            val = m.cast(val, x.np_dtype)
+        if val.size != 1:
+            raise NotImplementedError("mnnpy.expr: assigning an array through a boolean mask is not supported")
+        return shape_ops.select(bool_mask, shape_ops.reshape(val, []), x)
     pos = _positions(shape, index)
     mask = np.zeros(int(np.prod(shape, dtype=np.int64)), np.int32)
     mask[pos.ravel()] = 1

@@ -38,7 +38,8 @@ def _vars_of(path: str | os.PathLike) -> tuple[list[Var | None], list[str]]:
             missing = [names[i] for i in ins if tensors[i] is None]
             if missing:
                 raise ValueError(f"op {name!r} reads tensors no op produced: {missing}")
-            node = Node(OP, graph.copy_op(op), [tensors[i] for i in ins], len(outs), dtypes=None, name=name)
+            node = Node(OP, graph.copy_op(op), [Var(tensors[i].node, tensors[i].index) for i in ins], len(outs),
+                        dtypes=None, name=name)
         for k, t in enumerate(outs):
             tensors[t] = Var(node, k)
     return tensors, names

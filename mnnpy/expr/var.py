@@ -144,7 +144,8 @@ class Var(VarMethods):
         other = to_var(other)
         if other.node is self.node:
             return
-        ident = Node(OP, graph.make_op(_IDENTITY), [other], dtypes=[other.np_dtype], name=self.node.name)
+        ident = Node(OP, graph.make_op(_IDENTITY), [Var(other.node, other.index)], dtypes=[other.np_dtype],
+                     name=self.node.name)
         self.node.become(ident)
         self.index = 0
 
@@ -152,7 +153,7 @@ class Var(VarMethods):
         """Rewire the producer's inputs (MNN: `Var.set_inputs`)."""
         if self.node.kind != OP:
             raise ModelError("set_inputs() needs the result of an op")
-        self.node.inputs = [to_var(v) for v in inputs]
+        self.node.inputs = [Var(v.node, v.index) if isinstance(v, Var) else to_var(v) for v in inputs]
         graph._EPOCH[0] += 1
 
     def close(self) -> None:
@@ -360,7 +361,8 @@ def apply(op_type: int, inputs: Sequence[Any], main_type: int = 0, main: Any = N
         dtypes: output dtypes (default: the first input's dtype).
         name: expression name.
     """
-    ins = [to_var(v) for v in inputs]
+    # snapshot (node, index): a later `v[...] = ...` rebinds v to a new node and must not rewire this op
+    ins = [Var(v.node, v.index) if isinstance(v, Var) else to_var(v) for v in inputs]
     if dtypes is None:
         first = ins[0].np_dtype if ins else np.dtype(np.float32)
         dtypes = [first] * n_out

@@ -81,6 +81,13 @@ def test_indexing_matches_numpy() -> None:
     np.testing.assert_array_equal(y.read(), expect)
     with pytest.raises(IndexError):
         x[3]
+    np.testing.assert_array_equal(x[x > 30.0].read(), ref[ref > 30.0])
+    np.testing.assert_array_equal(x[ref < 5].read(), ref[ref < 5])
+    z = F.const(ref.copy())
+    z[z > 30.0] = 0.0
+    expect = ref.copy()
+    expect[expect > 30.0] = 0.0
+    np.testing.assert_array_equal(z.read(), expect)
 
 
 def test_save_and_load_as_dict(tmp_path: object) -> None:
