@@ -71,7 +71,8 @@ def to_fp16(net: fb.NetT) -> int:
 
 
 def convert(model_file: str | Path, mnn_model: str | Path | None, framework: str = "ONNX", biz_code: str = "MNN",
-            fp16: bool = False, json_file: str | Path | None = None) -> tuple[fb.NetT, ConvertReport]:
+            fp16: bool = False, json_file: str | Path | None = None,
+            weight_quant_bits: int = 0) -> tuple[fb.NetT, ConvertReport]:
     """Convert `model_file` to MNN. Writes `mnn_model` (atomically) only when everything succeeded.
 
     Mirrors MNNConvert (`tools/converter/source/MNNConverter.cpp`): frontend, optimizer passes, writer.
@@ -81,7 +82,11 @@ def convert(model_file: str | Path, mnn_model: str | Path | None, framework: str
     report = ConvertReport(ops_in=ops_in)
     report.passes = run_pipeline(graph)
     net = graph_to_net(graph, biz_code)
-    if fp16:
+    if weight_quant_bits:
+        from .quantize import quantize_weights
+
+        report.passes[f"weight-quant-{weight_quant_bits}bit"] = quantize_weights(net, weight_quant_bits)
+    elif fp16:
         report.passes["fp16-weights"] = to_fp16(net)
     report.ops_out = len(net.oplists or [])
     data = net_to_bytes(net)

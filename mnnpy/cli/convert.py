@@ -15,6 +15,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bizCode", default="MNN", help="bizCode written into the model (default MNN)")
     p.add_argument("--JsonFile", default=None, help="also write the converted Net as JSON")
     p.add_argument("--fp16", action="store_true", help="store convolution weights as fp16")
+    p.add_argument("--weightQuantBits", type=int, default=0, metavar="N",
+                   help="store convolution weights as N-bit (2..8) per-channel quantized codes (IDSTQuan)")
     p.add_argument("--keepInputFormat", action="store_true",
                    help="keep inputs in their source layout (always the case: inputs stay NCHW)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary")
@@ -26,7 +28,8 @@ def run(args: argparse.Namespace) -> int:
     if args.MNNModel is None and args.JsonFile is None:
         print("mnnpy convert: error: give --MNNModel and/or --JsonFile", file=sys.stderr)
         return 2
-    _, report = convert(args.modelFile, args.MNNModel, args.framework, args.bizCode, args.fp16, args.JsonFile)
+    _, report = convert(args.modelFile, args.MNNModel, args.framework, args.bizCode, args.fp16, args.JsonFile,
+                        args.weightQuantBits)
     if not args.quiet:
         target = args.MNNModel or args.JsonFile
         print(f"Converted {args.modelFile} -> {target}: {report.summary()}")

@@ -78,3 +78,36 @@ def test_fp16_halves_weights_and_runs(tmp_path: Path) -> None:
     ref = run_ort(model, feeds)[0]
     got = run_mnn(half, feeds, ["y"])[0]
     assert float(np.abs(got - ref).max() / np.abs(ref).max()) < 1e-2
+
+
+@pytest.mark.parametrize(("bits", "tolerance"), [(8, 2e-2), (4, 0.3)])
+def test_weight_quant_bits_runs_in_official_mnn(bits: int, tolerance: float, tmp_path: Path) -> None:
+    model, feeds = resnet_block_model()
+    src = _save(model, tmp_path / "m.onnx")
+    full, quant = tmp_path / "f.mnn", tmp_path / "q.mnn"
+    assert main(["convert", "-f", "ONNX", "--modelFile", str(src), "--MNNModel", str(full), "-q"]) == 0
+    assert main(["convert", "-f", "ONNX", "--modelFile", str(src), "--MNNModel", str(quant), "-q",
+                 "--weightQuantBits", str(bits)]) == 0
+    assert quant.stat().st_size < 0.5 * full.stat().st_size
+    convs = [op for op in load_net(quant).oplists if op.type == fb.OpType.Convolution]
+    assert all(op.main.weight is None and op.main.quanParameter.type == 1 for op in convs)
+    ref = run_ort(model, feeds)[0]
+    got = run_mnn(quant, feeds, ["y"])[0]
+    assert float(np.abs(got - ref).max() / np.abs(ref).max()) < tolerance
+
+
+def test_weight_quant_buffer_layout() -> None:
+    from mnnpy.converter.quantize import quantize_conv
+
+    param = fb.Convolution2DT()
+    param.common = fb.Convolution2DCommonT()
+    param.common.outputCount = 2
+    param.weight = np.array([0.0, 1.0, 0.5, -1.0, 1.0, 0.0], np.float32)
+    assert quantize_conv(param, 8)
+    buf = np.asarray(param.quanParameter.buffer).view(np.uint8)
+    assert buf[:6].tolist() == [2, 2, 0, 3, 0, 0] and len(buf) == 6 + 256 + 6
+    assert buf[6:8].tolist() == [128, 129] and buf[-6:].tolist() == [0, 255, 127, 0, 255, 127]
+    alpha = np.asarray(param.quanParameter.alpha).reshape(2, 2)
+    assert np.allclose(alpha, [[0, 1 / 255], [-1, 2 / 255]])
+    restored = buf[-6:].reshape(2, 3) * alpha[:, 1:] + alpha[:, :1]
+    assert np.abs(restored.ravel() - [0.0, 1.0, 0.5, -1.0, 1.0, 0.0]).max() < 2 / 255
