@@ -43,38 +43,49 @@ def _openblas() -> tuple[Any, Any] | None:
     return found
 
 
+def _controllers() -> list[Any] | None:
+    """threadpoolctl's BLAS library controllers, built once (None without threadpoolctl)."""
+    if "tpc" not in _state:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:
+            _state["tpc"] = None
+        else:
+            _state["tpc"] = list(ThreadpoolController().select(user_api="blas").lib_controllers)
+    return _state["tpc"]
+
+
 def backend() -> str:
     """How BLAS threads are controlled here: "threadpoolctl", "openblas-ctypes" or "none"."""
-    try:
-        import threadpoolctl  # noqa: F401
-    except ImportError:
-        return "openblas-ctypes" if _openblas() is not None else "none"
-    return "threadpoolctl"
+    if _controllers():
+        return "threadpoolctl"
+    return "openblas-ctypes" if _openblas() is not None else "none"
 
 
 def get_blas_threads() -> int | None:
     """The BLAS pool size now (None when it cannot be read)."""
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:
-        lib = _openblas()
-        return int(lib[1]()) if lib is not None else None
-    sizes = [int(info["num_threads"]) for info in threadpool_info() if info.get("user_api") == "blas"]
-    return sizes[0] if sizes else None
+    libs = _controllers()
+    if libs:
+        return int(libs[0].get_num_threads())
+    lib = _openblas()
+    return int(lib[1]()) if lib is not None else None
 
 
 def set_blas_threads(n: int) -> int | None:
-    """Set the BLAS pool to ``n`` threads; returns the previous size (None when unknown or not controllable)."""
+    """Set the BLAS pool to ``n`` threads; returns the previous size (None when unknown or not controllable).
+
+    Cheap after the first call (the libraries are looked up once), so a backend may call it around every run.
+    """
     n = max(int(n), 1)
     previous = get_blas_threads()
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:
-        lib = _openblas()
-        if lib is not None:
-            lib[0](n)
+    libs = _controllers()
+    if libs:
+        for lib in libs:
+            lib.set_num_threads(n)
         return previous
-    ThreadpoolController().limit(limits=n, user_api="blas")
+    lib = _openblas()
+    if lib is not None:
+        lib[0](n)
     return previous
 
 
