@@ -30,7 +30,7 @@ INPUT = "input"
 OP = "op"
 # plans: Sessions created (graph structure or shapes new); runs: evaluations; hits: plan-cache hits
 COUNTERS: dict[str, int] = {"plans": 0, "runs": 0, "hits": 0}
-CACHE_SIZE = 256
+CACHE_SIZE = 64
 _EPOCH = [0]  # bumped when a graph is rewired in place (replace / fix_as_*), invalidating cached results
 _FORMAT_CODE = {"NCHW": 0, "NHWC": 1, "NC4HW4": 2}
 _OP_NAMES = {v: k for k, v in vars(fb.OpType).items() if not k.startswith("_")}
@@ -145,11 +145,35 @@ class Plan:
 _PLANS: OrderedDict[Any, Plan] = OrderedDict()
 
 
-def _structure(nodes: list[Node], outputs: list[Var]) -> Any:
+FEED_MIN = 64  # constants at least this big are fed at run time, so new data reuses the plan
+
+
+def fed_constants(nodes: list[Node]) -> set[int]:
+    """Constants passed as run-time inputs instead of baked into the net (ids of their nodes).
+
+    Big constants are fed, except where a shape function reads their values (Reshape's shape, Interp's sizes, ...):
+    the plan then depends on constant shapes only, and a numpy-style script running on new data re-plans nothing.
+    """
+    from mnnpy.core import registry
+
+    registry.load_core()
+    value_inputs: set[int] = set()
+    for n in nodes:
+        if n.kind == OP:
+            entry = registry.SHAPES.get(int(n.op.type))
+            for k in entry.needs_values if entry is not None else ():
+                if k < len(n.inputs):
+                    value_inputs.add(id(n.inputs[k].node))
+    return {id(n) for n in nodes if n.kind == CONST and n.value.size >= FEED_MIN and id(n) not in value_inputs}
+
+
+def _structure(nodes: list[Node], outputs: list[Var], fed: set[int]) -> Any:
     pos = {id(n): i for i, n in enumerate(nodes)}
     parts: list[Any] = []
     for n in nodes:
-        if n.kind == CONST:
+        if id(n) in fed:
+            parts.append(("F", n.value.dtype.str, n.value.shape, n.fmt))
+        elif n.kind == CONST:
             parts.append(("C", n.value.dtype.str, n.value.shape, n.digest()))
         elif n.kind == INPUT:
             parts.append(("I", np.dtype(n.dtypes[0]).str, n.shape, n.fmt))
@@ -178,8 +202,12 @@ def _blob(value: np.ndarray, fmt: str) -> Any:
     return b
 
 
-def build_net(nodes: list[Node], outputs: list[Var]) -> tuple[Any, list[int], list[int]]:
-    """An `fb.NetT` for the nodes (leaves as Const / Input ops); returns it, placeholder and output tensors."""
+def build_net(nodes: list[Node], outputs: list[Var], fed: set[int] | None = None) -> tuple[Any, list[int], list[int]]:
+    """An `fb.NetT` for the nodes (leaves as Const / Input ops); returns it, fed-leaf and output tensors.
+
+    Placeholders and the constants in `fed` become Input ops, in node order.
+    """
+    fed = fed or set()
     net = fb.NetT()
     net.oplists = []
     net.tensorName = []
@@ -191,13 +219,13 @@ def build_net(nodes: list[Node], outputs: list[Var]) -> tuple[Any, list[int], li
         op = fb.OpT()
         op.name = n.name or f"e{i}"
         op.outputIndexes = [first[id(n)] + k for k in range(n.n_out)]
-        if n.kind == CONST:
+        if n.kind == CONST and id(n) not in fed:
             op.type, op.mainType, op.main = fb.OpType.Const, fb.OpParameter.Blob, _blob(n.value, n.fmt)
             op.inputIndexes = []
-        elif n.kind == INPUT:
+        elif n.kind in (INPUT, CONST):
             p = fb.InputT()
             p.dims = list(n.shape)
-            p.dtype = MNN_OF_NP.get(n.dtypes[0], 1)
+            p.dtype = MNN_OF_NP.get(np.dtype(n.dtypes[0]), 1)
             p.dformat = _FORMAT_CODE.get(n.fmt, 0)
             op.type, op.mainType, op.main = fb.OpType.Input, fb.OpParameter.Input, p
             op.inputIndexes = []
@@ -213,18 +241,19 @@ def build_net(nodes: list[Node], outputs: list[Var]) -> tuple[Any, list[int], li
     return net, inputs, outs
 
 
-def plan(outputs: list[Var], nodes: list[Node] | None = None) -> Plan:
+def plan(outputs: list[Var], nodes: list[Node] | None = None, fed: set[int] | None = None) -> Plan:
     """The cached (or newly created) Session that computes `outputs` (MNN: `Executor::makeCache`)."""
     from mnnpy.core.session import Session
 
     nodes = topo(outputs) if nodes is None else nodes
-    key = _structure(nodes, outputs)
+    fed = fed_constants(nodes) if fed is None else fed
+    key = _structure(nodes, outputs, fed)
     found = _PLANS.get(key)
     if found is not None:
         _PLANS.move_to_end(key)
         COUNTERS["hits"] += 1
         return found
-    net, inputs, outs = build_net(nodes, outputs)
+    net, inputs, outs = build_net(nodes, outputs, fed)
     session = Session(net, {"backend": "CPU", "numThread": _THREADS[0]})
     result = Plan(session, inputs, outs)
     COUNTERS["plans"] += 1
@@ -250,8 +279,9 @@ def clear_cache() -> None:
 def evaluate(outputs: list[Var]) -> list[np.ndarray]:
     """Compute Vars through the core: plan (or reuse), write placeholders, run, read outputs."""
     nodes = topo(outputs)
-    p = plan(outputs, nodes)
-    leaves = [n for n in nodes if n.kind == INPUT]
+    fed = fed_constants(nodes)
+    p = plan(outputs, nodes, fed)
+    leaves = [n for n in nodes if n.kind == INPUT or id(n) in fed]
     for n, idx in zip(leaves, p.input_tensors, strict=True):
         if n.value is None:
             raise ModelError(f"placeholder {n.name or '<unnamed>'} {list(n.shape)} has no value: write() it first")

@@ -118,3 +118,19 @@ def test_var_operators_match_numpy(check: Any) -> None:
     i = mnp.array(np.array([7, -7, 9], np.int32))
     check(i // 2, np.array([7, -7, 9]) // 2)
     check(i % 4, np.array([7, -7, 9]) % 4)
+
+
+def test_new_data_reuses_the_plan(check: Any) -> None:
+    from mnnpy.core.session import COUNTERS as CORE
+    from mnnpy.expr.graph import COUNTERS
+
+    def preprocess(img: Any) -> Any:
+        x = mnp.array(img).astype(mnp.float32)
+        return mnp.sum(mnp.transpose((x - 127.5) * 0.0078125, (2, 0, 1)), (1, 2))
+
+    images = [RNG.integers(0, 256, (8, 8, 3)).astype(np.uint8) for _ in range(3)]
+    check(preprocess(images[0]), ((images[0] - 127.5) * 0.0078125).sum((0, 1)), rtol=1e-5, atol=1e-5)
+    plans, resizes = COUNTERS["plans"], CORE["resizes"]
+    for img in images[1:]:  # big constants are fed at run time: new pixels, same plan
+        check(preprocess(img), ((img - 127.5) * 0.0078125).sum((0, 1)), rtol=1e-5, atol=1e-5)
+    assert (COUNTERS["plans"], CORE["resizes"]) == (plans, resizes)
