@@ -33,6 +33,7 @@ def write_caffemodel(path: Path, weights: dict[str, list[np.ndarray]]) -> Path:
 def convert(prototxt: str, weights: dict[str, list[np.ndarray]], tmp_path: Path,
             outputs: list[str] | None = None) -> tuple[fb.NetT, Path, Path, Path]:
     """Write the prototxt and caffemodel, convert with our Caffe frontend, save the .mnn; returns net and paths."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     proto_path = tmp_path / "deploy.prototxt"
     proto_path.write_text(prototxt)
     model_path = write_caffemodel(tmp_path / "weights.caffemodel", weights)

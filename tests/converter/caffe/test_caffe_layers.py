@@ -172,3 +172,20 @@ def test_bad_prototxt_and_missing_weights(tmp_path: Path) -> None:
                                          "convolution_param { num_output: 1 kernel_size: 1 } }"))
     with pytest.raises(ConvertError, match="missing from the caffemodel"):
         load_net(proto, None)
+
+
+def test_legacy_inputs_crop_argmax(tmp_path: Path) -> None:
+    """`input:` + `input_dim:` net inputs (old deploy files), Crop to a reference blob, ArgMax over channels."""
+    x, ref = _x(1, 4, 7, 8), _x(1, 4, 3, 5)
+    prototxt = """
+input: "data"
+input_dim: 1 input_dim: 4 input_dim: 7 input_dim: 8
+input: "ref"
+input_dim: 1 input_dim: 4 input_dim: 3 input_dim: 5
+layer { name: "crop" type: "Crop" bottom: "data" bottom: "ref" top: "crop" crop_param { axis: 2 offset: 2 offset: 1 } }
+layer { name: "am" type: "ArgMax" bottom: "data" top: "am" argmax_param { axis: 1 } }
+"""
+    refs = {"crop": x[:, :, 2:5, 1:6], "am": x.argmax(axis=1)[:, None].astype(np.float64)}
+    check(prototxt, {}, {"data": x}, {"am": refs["am"]}, tmp_path / "a", opencv=False)
+    check(prototxt, {}, {"data": x, "ref": ref}, {"crop": refs["crop"]}, tmp_path / "b", mnnpy_runs=False,
+          opencv=False)  # mnnpy's runtime has no Crop yet

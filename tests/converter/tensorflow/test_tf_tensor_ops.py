@@ -56,6 +56,22 @@ def test_shape_driven_flatten(tmp_path: Path) -> None:
     assert not any(op.type in (80, 91) for op in net.oplists), "Shape/StridedSlice fold away on static shapes"
 
 
+def test_dynamic_batch_flatten(tmp_path: Path) -> None:
+    """A Placeholder with an unknown batch: Shape/StridedSlice/Pack stay run-time ops and the session resizes."""
+    g = GraphBuilder()
+    x = _x(2, 6, 6, 3)
+    w = _x(3, 3, 3, 4)
+    inp = g.placeholder("input", [-1, 6, 6, 3])
+    relu = g.op("Relu", [g.op("Conv2D", [inp, g.const(w)], strides=[1, 1, 1, 1], padding="SAME", T=1)], T=1)
+    shape = g.op("Shape", [relu], T=1, out_type=3)
+    one = [g.const(_i32([v]), dtype=np.int32) for v in (0, 1, 1)]
+    batch = g.op("StridedSlice", [shape, *one], shrink_axis_mask=1, T=3, Index=3)
+    target = g.op("Pack", [batch, g.const(-1, dtype=np.int32)], axis=0, N=2, T=3)
+    g.op("Reshape", [relu, target], name="out", T=1, Tshape=3)
+    net = check(g, {"input": x}, {"out": np.maximum(conv2d(x, w), 0).reshape(2, -1)}, tmp_path)
+    assert any(op.type == 80 for op in net.oplists), "the batch size is read at run time"
+
+
 def test_pad_transpose_squeeze_expand(tmp_path: Path) -> None:
     g = GraphBuilder()
     x = _x(1, 5, 4, 3)
