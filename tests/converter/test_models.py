@@ -95,3 +95,15 @@ def test_decomposed_layer_norm_is_recognised(tmp_path: Path) -> None:
     model = make_model(nodes, [("x", F, [2, 5, 13])], ["y"], inits, opset=13)
     net = check_model(model, {"x": rng.standard_normal((2, 5, 13)).astype(np.float32)}, tmp_path)
     assert _types(net) == [fb.OpType.Input, fb.OpType.LayerNorm]
+
+
+def test_dynamic_batch_and_sequence(tmp_path: Path) -> None:
+    """Symbolic input dims become -1 in the Input op; official MNN runs the model after resizeTensor."""
+    import numpy as np
+
+    model, _ = encoder_layer_model()
+    dims = model.graph.input[0].type.tensor_type.shape.dim
+    dims[0].dim_param, dims[1].dim_param = "batch", "seq"
+    net = check_model(model, {"x": np.random.default_rng(3).standard_normal((3, 5, 16)).astype(np.float32)},
+                      tmp_path)
+    assert list(net.oplists[0].main.dims) == [-1, -1, 16]
