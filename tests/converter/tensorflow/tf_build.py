@@ -133,9 +133,11 @@ def run_official(path: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarr
     outputs = {}
     for name, tensor in interp.getSessionOutputAll(session).items():
         shape = tuple(tensor.getShape())
-        host = mnn.Tensor(shape, mnn.Halide_Type_Float, np.zeros(shape, np.float32), mnn.Tensor_DimensionType_Caffe)
+        kind, dtype = (mnn.Halide_Type_Int, np.int32) if tensor.getDataType() == mnn.Halide_Type_Int else \
+            (mnn.Halide_Type_Float, np.float32)
+        host = mnn.Tensor(shape, kind, np.zeros(shape, dtype), mnn.Tensor_DimensionType_Caffe)
         tensor.copyToHostTensor(host)
-        outputs[name] = np.array(host.getData(), np.float32).reshape(shape)
+        outputs[name] = np.array(host.getData(), dtype).reshape(shape)
     return outputs
 
 

@@ -195,3 +195,37 @@ def max_pool(ctx: Context, node: TfNode) -> None:
 def avg_pool(ctx: Context, node: TfNode) -> None:
     """AvgPool -> Pooling(AVEPOOL); TF's SAME padding does not count the padded cells."""
     _pool(ctx, node, fb.PoolType.AVEPOOL)
+
+
+@tf_op("Conv2DBackpropInput")
+def conv2d_transpose(ctx: Context, node: TfNode) -> None:
+    """Conv2DBackpropInput(input_sizes, filter [kh, kw, oc, ic], x) -> Deconvolution with explicit pads."""
+    sizes = [int(v) for v in ctx.need_value(node, 0, "input_sizes").ravel()]
+    kernel = ctx.need_value(node, 1, "the filter")
+    kh, kw, oc, ic = kernel.shape
+    common = fb.Convolution2DCommonT()
+    common.kernelY, common.kernelX = kh, kw
+    common.strideY, common.strideX = _hw(node, "strides")
+    common.dilateY, common.dilateX = _hw(node, "dilations")
+    common.padMode = fb.PadMode.CAFFE
+    common.inputCount, common.outputCount = ic, oc
+    shape = ctx.shape(node.inputs[2])
+    if shape is None or len(shape) != 4 or shape[1] is None or shape[2] is None:
+        raise ConvertError(f"{node.label()}: the input needs a static spatial shape")
+    pads, extra = [], []
+    for size, out, k, s, d in ((shape[1], sizes[1], kh, common.strideY, common.dilateY),
+                               (shape[2], sizes[2], kw, common.strideX, common.dilateX)):
+        total = (size - 1) * s + (k - 1) * d + 1 - out
+        begin = total // 2 if node.attr("padding", "VALID") == "SAME" and total > 0 else 0
+        pads.append((begin, max(total, 0) - begin))
+        extra.append(max(-total, 0))
+    common.padY, common.padX = pads[0][0], pads[1][0]
+    common.pads = [pads[0][0], pads[1][0], pads[0][1], pads[1][1]]
+    common.outPads = extra
+    param = fb.Convolution2DT()
+    param.common = common
+    param.weight = np.transpose(kernel, (3, 2, 0, 1)).astype(np.float32).ravel()
+    param.bias = np.zeros(oc, np.float32)
+    out = ctx.out_name(node.name, nchw=True)
+    ctx.emit(OP.Deconvolution, [ctx.x_nchw(node.inputs[2])], [out], PARAM.Convolution2D, param, name=node.name)
+    ctx.set_out(node.name, out, nchw=True, shape=[shape[0], sizes[1], sizes[2], oc])

@@ -1,0 +1,64 @@
+"""More TF ops: Conv2DBackpropInput, Split/SplitV, Tile, Range, ArgMax, PlaceholderWithDefault, ZerosLike."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from .tf_build import GraphBuilder, check, pad_same
+
+RNG = np.random.default_rng(5)
+
+
+def _x(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def _i32(values: object) -> np.ndarray:
+    return np.asarray(values, np.int32)
+
+
+def _conv_transpose(x: np.ndarray, w: np.ndarray, out_hw: tuple[int, int], stride: int, padding: str) -> np.ndarray:
+    """tf.nn.conv2d_transpose: scatter every input pixel through the [kh, kw, oc, ic] filter, then crop."""
+    n, h, wd, _ = x.shape
+    kh, kw, oc, _ = w.shape
+    full = np.zeros((n, (h - 1) * stride + kh, (wd - 1) * stride + kw, oc))
+    for i in range(h):
+        for j in range(wd):
+            full[:, i * stride: i * stride + kh, j * stride: j * stride + kw] += np.einsum("nc,hwoc->nhwo",
+                                                                                         x[:, i, j], w)
+    top = pad_same(out_hw[0], kh, stride)[0] if padding == "SAME" else 0
+    left = pad_same(out_hw[1], kw, stride)[0] if padding == "SAME" else 0
+    return full[:, top: top + out_hw[0], left: left + out_hw[1]]
+
+
+@pytest.mark.parametrize(("padding", "out_hw"), [("SAME", (10, 12)), ("VALID", (11, 13))])
+def test_conv2d_backprop_input(tmp_path: Path, padding: str, out_hw: tuple[int, int]) -> None:
+    g = GraphBuilder()
+    x, w = _x(1, 5, 6, 4), _x(3, 3, 3, 4)
+    inp = g.placeholder("input", [1, 5, 6, 4])
+    sizes = g.const(_i32([1, *out_hw, 3]), dtype=np.int32)
+    g.op("Conv2DBackpropInput", [sizes, g.const(w), inp], name="out", strides=[1, 2, 2, 1], padding=padding, T=1)
+    check(g, {"input": x}, {"out": _conv_transpose(x, w, out_hw, 2, padding)}, tmp_path)
+
+
+def test_split_tile_range_argmax(tmp_path: Path) -> None:
+    g = GraphBuilder()
+    x = _x(2, 6, 4)
+    inp = g.placeholder("input", [2, 6, 4])
+    g.op("Split", [g.const(1, dtype=np.int32), inp], name="split", num_split=3, T=1)
+    g.op("SplitV", [inp, g.const(_i32([1, -1]), dtype=np.int32), g.const(2, dtype=np.int32)], name="splitv",
+         num_split=2, T=1, Tlen=3)
+    g.op("Tile", [inp, g.const(_i32([1, 2, 1]), dtype=np.int32)], name="tile", T=1, Tmultiples=3)
+    steps = g.op("Range", [g.const(0.0), g.const(4.0), g.const(1.0)], Tidx=1)
+    g.op("Mul", [inp, steps], name="ramp", T=1)
+    g.op("ArgMax", [inp, g.const(-1, dtype=np.int32)], name="argmax", T=1, Tidx=3, output_type=3)
+    default = g.op("PlaceholderWithDefault", [g.const(2.0)], dtype=1, shape=[])
+    zeros = g.op("ZerosLike", [inp], T=1)
+    g.op("AddV2", [g.op("Mul", [inp, default], T=1), zeros], name="twice", T=1)
+    refs = {"split:1": x[:, 2:4], "split:2": x[:, 4:], "splitv": x[..., :1], "splitv:1": x[..., 1:],
+            "tile": np.tile(x, (1, 2, 1)), "ramp": x * np.arange(4), "argmax": x.argmax(-1).astype(np.float64),
+            "twice": 2 * x}
+    check(g, {"input": x}, refs, tmp_path)
