@@ -118,10 +118,23 @@ class Gemm1x1Kernel(Conv2DKernel):
             self.x_groups = gather_groups(self.x_mat, c, g)
             self.y_groups = np.empty((g, m, ocg), dtype=np.float32)
         self.strassen = StrassenGemm(m, cp, ocp, plan.strassen_depth) if plan.algorithm == "strassen" else None
+        # 1x1 spatial (MatMul converted to a 1x1 convolution: [M, K, 1, 1]): NC4HW4 [M, K/4, 1, 1, 4] already is
+        # the row-major [M, Kp] GEMM operand, and the output likewise, so no layout copies are needed.
+        self.flat = (m, cp, ocp) if h * w == 1 and g == 1 else None
         COUNTERS["weight_transforms"] += 1
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out``."""
+        if self.flat is not None and x.flags.c_contiguous and out.flags.c_contiguous:
+            m, cp, ocp = self.flat
+            y = out.reshape(m, ocp)
+            if self.strassen is not None:
+                self.strassen(x.reshape(m, cp), self.weight, y)
+            else:
+                np.matmul(x.reshape(m, cp), self.weight, out=y)
+            y += self.bias_row
+            self._activate(y)
+            return
         copy_pixels(self.x_nhwc, x, (0, 2, 3, 1))
         if self.x_groups is not None:
             np.matmul(self.x_groups, self.weight, out=self.y_groups)

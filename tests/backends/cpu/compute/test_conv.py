@@ -238,3 +238,22 @@ def test_strided_output_view(force: str | None, k: tuple, group: int, op: int, s
     params = conv2d_params(conv, op, x_shape)
     ref = (reference_deconv if op == DECONV else reference_conv)(x.astype(np.float64), conv, params)
     assert_close(unpack_nc4hw4(np.ascontiguousarray(out), oc), ref)
+
+
+@pytest.mark.parametrize(("ic", "oc", "force", "act"), [(13, 6, "gemm1x1", "relu6"), (16, 20, "strassen:1", "relu"),
+                                                        (256, 64, None, None)])
+def test_gemm1x1_on_matmul_shaped_input(ic: int, oc: int, force: str | None, act: str | None) -> None:
+    """[M, K, 1, 1] (a MatMul converted to a 1x1 convolution) runs straight on the packed arrays, same answer."""
+    conv = make_conv(ic, oc, (1, 1), relu=act == "relu", relu6=act == "relu6")
+    assert check(conv, CONV, (64, ic, 1, 1), force) in ("gemm1x1", "strassen")
+    from mnnpy.backends.cpu.compute.conv import make_conv2d_kernel
+    from mnnpy.backends.cpu.compute.nc4hw4 import pack_nc4hw4, packed_shape
+
+    kernel = make_conv2d_kernel(conv, CONV, (64, ic, 1, 1), force=force)
+    assert kernel.flat is not None
+    x = np.random.default_rng(2).standard_normal((64, ic, 1, 1)).astype(np.float32)
+    wide = np.full((*packed_shape(kernel.out_shape)[:-1], 8), np.nan, np.float32)
+    kernel.run(pack_nc4hw4(x), wide[..., 2:6])  # a strided output view takes the general path
+    contiguous = np.empty(packed_shape(kernel.out_shape), np.float32)
+    kernel.run(pack_nc4hw4(x), contiguous)
+    np.testing.assert_allclose(wide[..., 2:6], contiguous, rtol=1e-6, atol=1e-6)
