@@ -49,10 +49,10 @@ class Node:
         self.op = op
         self.inputs = list(inputs or [])
         self.n_out = n_out
-        self.value = value
+        self.value: Any = value
         self.shape = tuple(shape)
         self.fmt = fmt
-        self.dtypes = dtypes  # None: unknown until shape inference (ops loaded from a model)
+        self.dtypes: Any = dtypes  # None: unknown until shape inference (ops loaded from a model)
         self.name = name
         self.version = 0
         self._digest: bytes | None = None

@@ -38,8 +38,9 @@ def _vars_of(path: str | os.PathLike) -> tuple[list[Var | None], list[str]]:
             missing = [names[i] for i in ins if tensors[i] is None]
             if missing:
                 raise ValueError(f"op {name!r} reads tensors no op produced: {missing}")
-            node = Node(OP, graph.copy_op(op), [Var(tensors[i].node, tensors[i].index) for i in ins], len(outs),
-                        dtypes=None, name=name)
+            srcs = [t for t in (tensors[i] for i in ins) if t is not None]
+            node = Node(OP, graph.copy_op(op), [Var(t.node, t.index) for t in srcs], len(outs), dtypes=None,
+                        name=name)
         for k, t in enumerate(outs):
             tensors[t] = Var(node, k)
     return tensors, names

@@ -40,6 +40,11 @@ def _value(v: Any) -> np.ndarray | None:
     return np.asarray(v.read() if isinstance(v, Var) else v, dtype=np.float32)
 
 
+def _weight(v: Any) -> np.ndarray:
+    """A weight operand as a float32 array (computed Vars are evaluated by the core)."""
+    return np.asarray(v.read() if isinstance(v, Var) else v, dtype=np.float32)
+
+
 def _common(kernel: tuple[int, int], stride: Any, padding: Any, dilate: Any, group: int, mode: Padding_Mode,
             ic: int, oc: int) -> Any:
     c = fb.Convolution2DCommonT()
@@ -67,7 +72,7 @@ def conv2d(input: Any, weight: Any, bias: Any, stride: Sequence[int] = (1, 1),
 
     Pairs (stride, padding, dilate) are in MNN's (x, y) order; as in MNN, `padding` applies only with CAFFE.
     """
-    w = _value(weight)
+    w = _weight(weight)
     oc, icg, kh, kw = w.shape
     ic = icg * int(group)
     p = fb.Convolution2DT()
@@ -83,7 +88,7 @@ def conv2d_transpose(input: Any, weight: Any, bias: Any, stride: Sequence[int] =
                      padding: Sequence[int] = (0, 0), dilate: Sequence[int] = (1, 1), group: int = 1,
                      padding_mode: Padding_Mode = Padding_Mode.VALID) -> Var:
     """Transposed 2-D convolution with weight [ic, oc/group, kh, kw] (MNN: `expr.conv2d_transpose`)."""
-    w = _value(weight)
+    w = _weight(weight)
     ic, ocg, kh, kw = w.shape
     oc = ocg * int(group)
     p = fb.Convolution2DT()

@@ -347,7 +347,7 @@ def matrix_band_part(x: Any, num_lower: int, num_upper: int) -> Var:
     return multiply(v, const_of(band.astype(v.np_dtype)))
 
 
-def unravel_index(indices: Any, shape: Sequence[int]) -> Var:
+def unravel_index(indices: Any, shape: Any) -> Var:
     """Flat indices -> coordinates, stacked on axis 0 (MNN: `expr.unravel_index`)."""
     from mnnpy.expr.math import floordiv, floormod
 

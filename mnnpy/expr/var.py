@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from mnnpy.expr import graph
+from mnnpy.expr import enums, graph
 from mnnpy.expr.enums import FORMAT_OF_NAME, data_format, dtype, normalise_array, to_expr_dtype, to_np_dtype
 from mnnpy.expr.graph import CONST, INPUT, OP, Node
 from mnnpy.expr.var_methods import VarMethods
@@ -180,7 +180,7 @@ class Var(VarMethods):
         """Write another Var's value into this placeholder (MNN: `Var.copy_from`)."""
         self.write(to_var(other).read())
 
-    def set_order(self, fmt: data_format) -> None:
+    def set_order(self, fmt: enums.data_format) -> None:
         """Change the declared format of a leaf (MNN: `Var.set_order`)."""
         if self.node.kind == OP:
             raise ModelError("set_order() needs a placeholder or constant")

@@ -28,15 +28,21 @@ class VarMethods:
     """Mixin of Var's numpy-style methods."""
 
     node: Any
-    shape: list[int]
-    ndim: int
-    np_dtype: np.dtype
 
-    def read(self) -> np.ndarray:  # implemented by Var
-        raise NotImplementedError
+    if TYPE_CHECKING:  # provided by Var
 
-    def write(self, data: Any) -> None:  # implemented by Var
-        raise NotImplementedError
+        @property
+        def shape(self) -> list[int]: ...
+
+        @property
+        def ndim(self) -> int: ...
+
+        @property
+        def np_dtype(self) -> np.dtype: ...
+
+        def read(self) -> np.ndarray: ...
+
+        def write(self, data: Any) -> None: ...
 
     def astype(self, dtype: Any) -> Var:
         """Cast (MNN: `Var.astype`)."""

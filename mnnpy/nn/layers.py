@@ -15,6 +15,10 @@ from mnnpy.nn.module import Module
 
 
 class _Linear(Module):
+    has_bias: bool
+    weight: Var
+    bias: Var
+
     def __init__(self, weight: Var, bias: Var | None) -> None:
         super().__init__()
         self.weight = weight
@@ -37,6 +41,10 @@ def linear(input_length: int, output_length: int, bias: bool = True) -> Module:
 
 
 class _Conv(Module):
+    args: tuple[Any, ...]
+    weight: Var
+    bias: Var
+
     def __init__(self, weight: Var, bias: Var, stride: Sequence[int], padding: Sequence[int],
                  dilate: Sequence[int], group: int, mode: Any) -> None:
         super().__init__()
@@ -68,6 +76,12 @@ def conv(in_channel: int, out_channel: int, kernel_size: Sequence[int], stride: 
 
 
 class _BatchNorm(Module):
+    eps: float
+    scale: Var
+    bias: Var
+    mean: Var
+    var: Var
+
     def __init__(self, channels: int, eps: float) -> None:
         super().__init__()
         self.scale = const_of(np.ones((1, channels, 1, 1), np.float32))

@@ -18,6 +18,9 @@ class Module:
     MNN: `MNN.nn.Module` (a subclass of `_nn._Module`).
     """
 
+    _children: dict[str, Module]
+    _params: dict[str, Var]
+
     def __init__(self) -> None:
         object.__setattr__(self, "_children", {})
         object.__setattr__(self, "_params", {})
@@ -150,6 +153,11 @@ def create_runtime_manager(config: Any) -> RuntimeManager:
 class SessionModule(Module):
     """A `.mnn` model run through an Interpreter session (MNN: the module of `load_module_from_file`)."""
 
+    interpreter: Any
+    session: Any
+    input_names: list[str]
+    output_names: list[str]
+
     def __init__(self, path: str, input_names: Sequence[str], output_names: Sequence[str],
                  config: dict[str, Any]) -> None:
         super().__init__()
@@ -211,6 +219,9 @@ def load_module(inputs: Sequence[Var], outputs: Sequence[Var], for_training: boo
 
 
 class _GraphModule(Module):
+    graph_inputs: list[Var]
+    graph_outputs: list[Var]
+
     def __init__(self, inputs: list[Var], outputs: list[Var]) -> None:
         super().__init__()
         object.__setattr__(self, "graph_inputs", inputs)
