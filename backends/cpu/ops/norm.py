@@ -93,3 +93,37 @@ class GroupNorm(CPUExecution):
             y += self.beta
         if self.swish:
             y *= 1.0 / (1.0 + np.exp(-y))
+
+
+@cpu_kernel(OT.LRN)
+class LRN(CPUExecution):
+    """Local response normalisation: y = x / (bias + alpha/n * sum of squares over the window)^beta.
+
+    regionType 0 sums over `localSize` neighbouring channels (ONNX/Caffe ACROSS_CHANNELS), 1 over a
+    localSize x localSize spatial window of the same channel.
+    """
+
+    def on_resize(self) -> None:
+        p = self.op.main
+        self.size = int(p.localSize)
+        self.alpha, self.beta, self.bias = float(p.alpha), float(p.beta), float(p.bias)
+        self.across = p.regionType == 0
+        self.algorithm = "lrn-channels" if self.across else "lrn-spatial"
+
+    def on_execute(self) -> None:
+        x = self.x.array
+        sq = np.square(x)
+        n = self.size
+        lo, hi = (n - 1) // 2, n - 1 - (n - 1) // 2
+        if self.across:
+            padded = np.pad(sq, [(0, 0), (lo, hi)] + [(0, 0)] * (x.ndim - 2))
+            c = np.cumsum(padded, axis=1)
+            c = np.concatenate([np.zeros_like(c[:, :1]), c], axis=1)
+            total = c[:, n:] - c[:, :-n]
+            scale = self.alpha / n
+        else:
+            padded = np.pad(sq, [(0, 0), (0, 0), (lo, hi), (lo, hi)])
+            win = np.lib.stride_tricks.sliding_window_view(padded, (n, n), axis=(2, 3))
+            total = win.sum(axis=(-1, -2))
+            scale = self.alpha / (n * n)
+        np.divide(x, np.power(self.bias + scale * total, self.beta), out=self.y.array)

@@ -16,7 +16,7 @@ COMPARE = {10, 11, 12, 15, 16, 21, 22, 26}  # GREATER .. NOTEQUAL, LOGICALOR/XOR
 
 
 @shape_fn(OT.ReLU, OT.ReLU6, OT.PReLU, OT.ELU, OT.Selu, OT.UnaryOp, OT.Sigmoid, OT.TanH, OT.Softmax, OT.Scale,
-          OT.LayerNorm, OT.GroupNorm, OT.InstanceNorm, OT.Dropout, OT.Identity, OT.BatchNorm, OT.CumSum)
+          OT.LayerNorm, OT.GroupNorm, OT.InstanceNorm, OT.Dropout, OT.Identity, OT.BatchNorm, OT.CumSum, OT.LRN)
 def same_shape(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
     return [descs[0]]
 

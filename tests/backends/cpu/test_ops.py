@@ -199,3 +199,8 @@ def test_gather_scatter_family(e2e: Any) -> None:
     model = node_model("OneHot", (2, 3), dict(axis=1), consts, ("d", "v"), x_dtype=T.INT64)
     e2e.check(model, {"x": np.array([[0, 4, -1], [2, 3, 1]], np.int64)})
     e2e.check(node_model("SpaceToDepth", (1, 3, 4, 6), dict(blocksize=2)), {"x": f32(1, 3, 4, 6)})
+
+
+def test_lrn(e2e: Any) -> None:
+    model = node_model("LRN", (1, 13, 5, 4), dict(size=5, alpha=0.01, beta=0.75, bias=2.0))
+    e2e.check(model, {"x": f32(1, 13, 5, 4) * 4}, official=True)
