@@ -98,9 +98,10 @@ class VulkanConv2D(VulkanExecution):
         packed = self.upload_once(f"dense{ic}", lambda: pack_dense(weight, params.group, ic))
         if (kh, kw, sy, sx) == (1, 1, 1, 1) and not any(params.pads):
             self.algorithm = "conv1x1"
-            items = n * oc4 * -(-(h * w) // 4)  # 4 texels of a plane per invocation
-            values = (h * w, ic, ic4, oc4, items, lo, hi)
-            self.dispatch("conv2d_1x1", [self.bind(x), packed, bias_b], [self.bind(y)], "5iff", values, items)
+            pixels = n * h * w
+            items = oc4 * -(-pixels // 4)  # 4 pixels (over batch and plane) per invocation
+            values = (h * w, ic, ic4, oc4, items, pixels, lo, hi)
+            self.dispatch("conv2d_1x1", [self.bind(x), packed, bias_b], [self.bind(y)], "6iff", values, items)
             return
         self.algorithm = "direct"
         items = n * oc4 * oh * -(-ow // 4)  # 4 output texels along x per invocation

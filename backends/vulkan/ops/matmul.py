@@ -30,7 +30,7 @@ def _batch(shape: tuple[int, ...]) -> int:
 
 @vulkan_kernel(fb.OpType.MatMul, fb.OpType.BatchMatMul, formats=("NCHW",))
 class VulkanMatMul(VulkanExecution):
-    """One invocation per output element (lavapipe prefers simple loops to shared-memory tiles)."""
+    """One invocation per 4 output columns (lavapipe prefers simple loops to shared-memory tiles)."""
 
     algorithm = "matmul"
 
@@ -53,7 +53,7 @@ class VulkanMatMul(VulkanExecution):
         b_stride = (1, k) if tb else (n, 1)      # (per k, per n)
         a_batch = m * k if _batch(a.desc.shape) > 1 else 0
         b_batch = k * n if _batch(b.desc.shape) > 1 else 0
-        total = _batch(c.desc.shape) * m * n
+        total = _batch(c.desc.shape) * m * -(-n // 4)  # 4 output columns per invocation
         if len(self.inputs) == 3:
             bias = self.bind(self.inputs[2])
         else:

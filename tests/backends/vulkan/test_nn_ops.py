@@ -55,6 +55,8 @@ CONV_CASES = [  # (n, ic, oc, h, w, k, stride, pads, dil, group, expected algori
     (2, 13, 5, 5, 5, 3, (2, 2), (0, 1, 1, 0), (1, 1), 1, "direct"),
     (1, 1, 1, 6, 7, 3, (1, 1), (0, 1, 0, 1), (2, 2), 1, "direct"),
     (1, 127, 3, 2, 3, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1, "conv1x1"),
+    (5, 13, 9, 1, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1, "conv1x1"),
+    (3, 7, 6, 1, 2, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1, "conv1x1"),
     (1, 6, 9, 5, 4, 3, (1, 2), (1, 1, 1, 1), (1, 1), 3, "direct"),
     (2, 13, 13, 6, 5, 3, (1, 1), (1, 1, 1, 1), (1, 1), 13, "depthwise"),
     (1, 3, 3, 7, 7, 5, (2, 2), (2, 2, 2, 2), (1, 1), 3, "depthwise"),
@@ -149,6 +151,7 @@ def test_softmax(run_op: Any, make_op: Any, shape: tuple, axis: int, fmt: str) -
     ((3, 13), (13, 5), False, False, False), ((13, 3), (5, 13), True, True, True),
     ((2, 4, 7), (2, 7, 1), False, False, False),
     ((2, 3, 4, 7), (7, 127), False, False, True), ((1, 1), (1, 1), False, False, False),
+    ((2, 5, 6), (1, 6, 9), False, False, False), ((3, 6, 5), (3, 7, 6), True, True, True),
 ])
 def test_matmul(run_op: Any, make_op: Any, a_shape: tuple, b_shape: tuple, ta: bool, tb: bool, bias: bool) -> None:
     a = RNG.standard_normal(a_shape).astype(np.float32)
