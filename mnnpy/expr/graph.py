@@ -164,7 +164,9 @@ def fed_constants(nodes: list[Node]) -> set[int]:
             for k in entry.needs_values if entry is not None else ():
                 if k < len(n.inputs):
                     value_inputs.add(id(n.inputs[k].node))
-    return {id(n) for n in nodes if n.kind == CONST and n.value.size >= FEED_MIN and id(n) not in value_inputs}
+    # NHWC / NC4HW4 constants are always fed: the core's Const op ignores the Blob's dataFormat (reads it as NCHW)
+    return {id(n) for n in nodes if n.kind == CONST and (n.value.size >= FEED_MIN or n.fmt != "NCHW")
+            and id(n) not in value_inputs}
 
 
 def _structure(nodes: list[Node], outputs: list[Var], fed: set[int]) -> Any:

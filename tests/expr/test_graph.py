@@ -61,6 +61,9 @@ def test_replace_fix_and_properties() -> None:
     assert (m.data_format, m.shape, len(m), m.ndim) == (F.NHWC, [2, 3, 4], 2, 3)
     assert [v.shape for v in m] == [[3, 4], [3, 4]]
     assert np.asarray(m).shape == (2, 3, 4) and m.read_as_tuple() == (0.0,) * 24
+    for shp in [(1, 2, 2, 3), (1, 8, 8, 3)]:  # small (baked) and big (fed) NHWC constants convert alike
+        x = np.arange(np.prod(shp), dtype=np.float32).reshape(shp)
+        np.testing.assert_array_equal(F.convert(F.const(x, shp, F.NHWC), F.NCHW).read(), x.transpose(0, 3, 1, 2))
     n = F.convert(F.const(np.ones((1, 3, 2, 2), np.float32)), F.NC4HW4)
     assert n.data_format == F.NC4HW4 and n.shape == [1, 3, 2, 2]
 
