@@ -34,6 +34,7 @@ class VulkanExecution(Execution):
         self._end = 0
         self.weights: list[Binding] = []
         self.imports: list[tuple[TensorRef, np.ndarray]] = []
+        self.launches: list[tuple[str, int]] = []  # (pipeline name, work groups) per dispatch, for info()
 
     @classmethod
     def supports(cls, op: Any, inputs: Sequence[TensorRef], outputs: Sequence[TensorRef]) -> bool:
@@ -52,7 +53,12 @@ class VulkanExecution(Execution):
     def on_resize(self) -> None:
         self.imports = []
         self.weights = []
+        self.launches = []
         self.encode()
+
+    def info(self) -> dict[str, Any]:
+        """Algorithm plus the prepared launches (shader variant and work-group count of each dispatch)."""
+        return {**super().info(), "dispatches": [f"{name} x{groups}" for name, groups in self.launches]}
 
     def on_execute(self) -> None:
         for ref, mirror in self.imports:
@@ -67,6 +73,7 @@ class VulkanExecution(Execution):
         name = f"{shader}_fp16" if self.backend.fp16 else shader
         pipe = vdev.pipelines.get(name, len(reads) + len(writes), len(push), vdev.group_size())
         self._end = self.backend.add_dispatch(pipe, reads, writes, push, items)
+        self.launches.append((name, self.backend.dispatches[-1].groups))
 
     def upload(self, array: np.ndarray, dtype: Any = None) -> Binding:
         """Static device copy of a weight array (kept by this execution); float32 unless `dtype` is given."""
