@@ -12,6 +12,7 @@ Modules: `var` (Var), `graph` (nodes, plan cache, evaluation), `creation` (const
 from __future__ import annotations
 
 from mnnpy.expr.creation import const, placeholder, randomuniform, scalar
+from mnnpy.expr.detection import nms
 from mnnpy.expr.enums import (
     Backend,
     Interp_Method,
@@ -167,7 +168,6 @@ from mnnpy.expr.var import Var
 
 crop_and_resize = STUBS["crop_and_resize"]
 detection_post_process = STUBS["detection_post_process"]
-nms = STUBS["nms"]
 roi_align = STUBS["roi_align"]
 roi_pooling = STUBS["roi_pooling"]
 svd = STUBS["svd"]

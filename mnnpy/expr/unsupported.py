@@ -14,7 +14,6 @@ from mnnpy.expr import graph
 MISSING: dict[str, str] = {
     "crop_and_resize": "no CropAndResize op in the core",
     "detection_post_process": "no DetectionPostProcess op in the core",
-    "nms": "no NonMaxSuppressionV2 op in the core (data-dependent output shape)",
     "roi_align": "no ROIAlign op in the core",
     "roi_pooling": "no ROIPooling op in the core",
     "svd": "no Svd op in the core",

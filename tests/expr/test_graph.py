@@ -117,7 +117,7 @@ def test_save_and_load_as_dict(tmp_path: object) -> None:
 
 
 def test_stubs_raise() -> None:
-    for name in ["crop_and_resize", "nms", "svd", "roi_align", "raster"]:
+    for name in ["crop_and_resize", "svd", "roi_align", "raster"]:
         with pytest.raises(NotImplementedError, match=name):
             getattr(F, name)(F.const([1.0, 2.0], [2]))
 

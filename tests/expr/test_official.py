@@ -73,3 +73,16 @@ def test_reverse_sequence_matches_official_mnn() -> None:
     for b, n in enumerate(lengths):
         want[b, :n] = x[b, :n][::-1]
     np.testing.assert_array_equal(ours, want)
+
+
+@pytest.mark.parametrize(("iou", "score"), [(0.5, -1.0), (0.3, 0.4), (-1.0, -1.0)])
+def test_nms_matches_official_mnn(iou: float, score: float) -> None:
+    mnn = pytest.importorskip("MNN", reason="official MNN wheel is the reference")
+    rng = np.random.default_rng(4)
+    corner = rng.uniform(0, 50, (12, 2)).astype(np.float32)
+    boxes = np.concatenate([corner, corner + rng.uniform(5, 20, (12, 2)).astype(np.float32)], 1)
+    scores = rng.uniform(0, 1, 12).astype(np.float32)
+    e = mnn.expr
+    theirs = np.asarray(e.nms(e.const(boxes, [12, 4]), e.const(scores, [12]), 6, iou, score).read())
+    ours = F.nms(F.const(boxes, [12, 4]), F.const(scores, [12]), 6, iou, score).read()
+    np.testing.assert_array_equal(ours, theirs)
