@@ -92,3 +92,16 @@ def test_no_driver_means_unavailable_and_cpu_backup(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr[-2000:]
     assert "REASON vulkan: no device (install mesa-vulkan-drivers?)" in res.stdout
     assert "MAIN cpu" in res.stdout
+
+
+def test_missing_binding_gives_the_stub() -> None:
+    code = ("import sys; sys.modules['vulkan'] = None\n"
+            "from mnnpy.backends import vulkan\n"
+            "from mnnpy.core import registry\n"
+            "from mnnpy.core.backend import BackendUnavailable\n"
+            "assert vulkan.RUNTIME.is_available() is False\n"
+            "print(vulkan.RUNTIME.unavailable_reason())\n"
+            "try:\n    registry.get_runtime('vulkan')\nexcept BackendUnavailable as exc:\n    print('RAISED', exc)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert res.returncode == 0, res.stderr
+    assert "cannot load the Vulkan binding" in res.stdout and "RAISED vulkan" in res.stdout
