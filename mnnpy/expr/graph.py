@@ -3,8 +3,10 @@
 A `Node` is either a leaf (a constant holding a numpy array, or a placeholder/input) or an MNN op (`fb.OpT` with
 its parameters, input Vars and a number of outputs). Evaluating Vars turns the subgraph into an in-memory
 `fb.NetT` and runs it through a core `Session` (shape inference, constant folding, geometry, schedule, CPU
-backend). Sessions are cached by graph structure + leaf shapes/dtypes + constant contents: a second evaluation of an
-unchanged graph only writes placeholders and runs (see `COUNTERS`).
+backend). Placeholders, and constants of at least FEED_MIN elements whose values no shape depends on, become Input
+tensors written at run time; smaller constants are baked into the net. Sessions are cached by graph structure, leaf
+shapes/dtypes and the baked constants' contents: a second evaluation of an unchanged graph (or of the same graph on
+new data) only writes the inputs and runs (see `COUNTERS`).
 """
 
 from __future__ import annotations
@@ -138,7 +140,7 @@ class Plan:
     """A planned net: the core Session plus where leaves and outputs live in its tensor table."""
 
     session: Session
-    input_tensors: list[int]  # tensor index per placeholder leaf, in topo order of leaves
+    input_tensors: list[int]  # tensor index per fed leaf (placeholder or fed constant), in node order
     output_tensors: list[int]
 
 
@@ -158,12 +160,16 @@ def fed_constants(nodes: list[Node]) -> set[int]:
 
     registry.load_core()
     value_inputs: set[int] = set()
-    for n in nodes:
-        if n.kind == OP:
-            entry = registry.SHAPES.get(int(n.op.type))
-            for k in entry.needs_values if entry is not None else ():
-                if k < len(n.inputs):
-                    value_inputs.add(id(n.inputs[k].node))
+    for n in reversed(nodes):  # consumers first, so value needs propagate to everything upstream
+        if n.kind != OP:
+            continue
+        if id(n) in value_inputs:
+            value_inputs.update(id(v.node) for v in n.inputs)
+            continue
+        entry = registry.SHAPES.get(int(n.op.type))
+        for k in entry.needs_values if entry is not None else ():
+            if k < len(n.inputs):
+                value_inputs.add(id(n.inputs[k].node))
     # NHWC / NC4HW4 constants are always fed: the core's Const op ignores the Blob's dataFormat (reads it as NCHW)
     return {id(n) for n in nodes if n.kind == CONST and (n.value.size >= FEED_MIN or n.fmt != "NCHW")
             and id(n) not in value_inputs}

@@ -28,6 +28,12 @@ def test_second_evaluation_does_not_plan_again() -> None:
     assert (COUNTERS["plans"], CORE["resizes"]) == (plans, resizes)
 
 
+def test_shape_values_computed_from_big_constants_stay_baked() -> None:
+    big = F.const(np.full(100, 2, np.int32), [100], dtype=F.int)  # big enough to be fed, but a shape depends on it
+    shape = F.const([4, 6], [2], dtype=F.int) * (big[:2] // 2)
+    assert F.reshape(F.const(np.arange(24.0), [24]), shape).shape == [4, 6]
+
+
 def test_placeholder_without_value_and_write_checks() -> None:
     x = F.placeholder([2], F.NCHW, F.int)
     y = x + 1
