@@ -29,5 +29,7 @@ def runtime() -> OpenCLRuntime:
 
 @pytest.fixture()
 def backend(runtime: OpenCLRuntime) -> object:
-    """A fresh backend (its own arena) on the shared runtime."""
-    return runtime.create_backend()
+    """A fresh backend (its own arena) on the shared runtime. Op tests leave the local size to the driver: on PoCL
+    every tuned candidate size is a separate code generation, which a cold kernel cache pays for; tuning itself is
+    tested in test_runtime.py and through sessions."""
+    return runtime.create_backend({"tuning": "none"})

@@ -102,7 +102,7 @@ WINOGRAD_CASES = [(3, 13, (5, 7), (1, 1, 1, 1), 2), (13, 3, (4, 4), (0, 0, 0, 0)
 
 @pytest.mark.parametrize(("ic", "oc", "hw", "pads", "n"), WINOGRAD_CASES)
 def test_winograd_forced(runtime: object, ic: int, oc: int, hw: tuple, pads: tuple, n: int) -> None:
-    backend = runtime.create_backend({"convAlgorithm": "winograd"})
+    backend = runtime.create_backend({"convAlgorithm": "winograd", "tuning": "none"})
     x = rand((n, ic, *hw), seed=ic)
     op = conv_op(fb.OpType.Convolution, ic, oc, (3, 3), (1, 1), pads, relu6=ic == 13, seed=oc)
     run_conv(backend, op, x, pads)
@@ -113,7 +113,7 @@ def test_winograd_chosen_by_cost_and_direct_forced(runtime: object) -> None:
     x = rand((1, 64, 6, 6), seed=1)
     for config, algorithm in (({}, "winograd2x2"), ({"convAlgorithm": "direct"}, "direct"),
                               ({"convAlgorithm": {"other": "direct"}}, "winograd2x2")):
-        h = Harness(runtime.create_backend(config))
+        h = Harness(runtime.create_backend({**config, "tuning": "none"}))
         ins, outs = [h.tensor(x.shape, "NC4HW4")], [h.tensor((1, 64, 6, 6), "NC4HW4")]
         execution = h.create(op.type, op, ins, outs)
         h.resize([execution], ins, outs)
