@@ -83,6 +83,8 @@ def _dynamic_conv(ctx: Context, node: OnnxNode, op_type: int, auto_pad: str, dil
             common.pads = [0, 0, 0, 0]
         if output_padding is not None:
             common.outPads = list(output_padding)
+    if op_type == OP.Deconvolution and group > 1 and group == ic == oc:
+        op_type = OP.DeconvolutionDepthwise  # as MNNConvert; grouped multi-input Deconvolution is wrong in MNN
     param = fb.Convolution2DT()
     param.common = common
     inputs = [node.inputs[0], node.inputs[1]]

@@ -21,6 +21,13 @@ def _pool(ctx: Context, node: OnnxNode, pool_type: int, auto_pad: str, ceil_mode
         pads = None if pads is None else [pads[0], 0, pads[1], 0]
         x = ctx.squeeze(x, [3], unsqueeze=True)
         out = ctx.graph.unique_name(out + "_2d")
+    if ceil_mode and auto_pad in ("NOTSET", "") and not (pool_type == fb.PoolType.AVEPOOL and count_include_pad):
+        shape = ctx.shape(x) if not one_d else None
+        if one_d and ctx.shape(node.inputs[0]) is not None:
+            shape = [*ctx.shape(node.inputs[0]), 1]
+        if shape is not None and len(shape) == 4 and None not in shape[2:]:
+            pads = _ceil_as_floor_pads(shape[2:], kernel_shape, strides or [1, 1], pads or [0, 0, 0, 0])
+            ceil_mode = 0
     param = fb.PoolT()
     param.type = pool_type
     param.kernelY, param.kernelX = kernel_shape
@@ -44,6 +51,19 @@ def _pool(ctx: Context, node: OnnxNode, pool_type: int, auto_pad: str, ceil_mode
     ctx.emit(OP.Pooling, [x], [out], PARAM.Pool, param, name=node.name)
     if one_d:
         ctx.squeeze(out, [3], output=node.outputs[0])
+
+
+def _ceil_as_floor_pads(spatial: list[int], kernel: list[int], strides: list[int], pads: list[int]) -> list[int]:
+    """End pads that make floor-mode pooling produce ONNX's ceil-mode size (whose last window must start inside the
+    input or the begin padding; MNN's ceil mode lacks that rule)."""
+    result = list(pads)
+    for i, (size, k, s) in enumerate(zip(spatial, kernel, strides, strict=True)):
+        begin, end = pads[i], pads[i + 2]
+        out = -(-(size + begin + end - k) // s) + 1
+        if (out - 1) * s >= size + begin:
+            out -= 1
+        result[i + 2] = max(end, (out - 1) * s + k - size - begin)
+    return result
 
 
 @onnx_op("MaxPool")

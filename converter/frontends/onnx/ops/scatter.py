@@ -10,6 +10,7 @@ from mnnpy.schema import mnn_generated as fb
 from ..context import BIN, OP, PARAM, Context, OnnxNode
 from ..functions import UseFunctionBody
 from ..registry import onnx_op
+from .tensor import _wrap_indices
 
 _REDUCTIONS = {"add": BIN.ADD, "mul": BIN.MUL, "max": BIN.MAXIMUM, "min": BIN.MINIMUM}
 
@@ -46,6 +47,9 @@ def scatter_elements(ctx: Context, node: OnnxNode, *, axis: int = 0, reduction: 
     data, indices, updates = node.inputs[:3]
     if axis < 0:
         axis += ctx.need_rank(node, data)
+    value = ctx.value(indices)
+    if value is None or (value < 0).any():
+        indices = _wrap_indices(ctx, node, indices, axis)
     ctx.emit(OP.ScatterElements, [data, indices, updates, ctx.const(np.int32(axis), "axis")], node.outputs,
              param_type, param, name=node.name)
 

@@ -106,6 +106,8 @@ def gather(ctx: Context, node: OnnxNode, *, axis: int = 0) -> None:
 
 def _wrap_indices(ctx: Context, node: OnnxNode, indices: str, axis: int) -> str:
     """(idx + dim) mod dim with dim read from Shape(x) at run time (MNNConvert adds the same fix-up)."""
+    if axis < 0:
+        axis += ctx.need_rank(node, node.inputs[0])
     shape = ctx.shape(node.inputs[0])
     dim = None if shape is None else shape[axis]
     if dim is not None:
@@ -118,8 +120,14 @@ def _wrap_indices(ctx: Context, node: OnnxNode, indices: str, axis: int) -> str:
 
 @onnx_op("GatherElements")
 def gather_elements(ctx: Context, node: OnnxNode, *, axis: int = 0) -> None:
-    """GatherElements -> GatherElements(x, indices, axis)."""
-    ctx.emit(OP.GatherElements, [node.inputs[0], node.inputs[1], ctx.const(np.int32(axis), "axis")], node.outputs,
+    """GatherElements -> GatherElements(x, indices, axis); indices wrapped into [0, dim) unless known non-negative."""
+    if axis < 0:
+        axis += ctx.need_rank(node, node.inputs[0])
+    indices = node.inputs[1]
+    value = ctx.value(indices)
+    if value is None or (value < 0).any():
+        indices = _wrap_indices(ctx, node, indices, axis)
+    ctx.emit(OP.GatherElements, [node.inputs[0], indices, ctx.const(np.int32(axis), "axis")], node.outputs,
              name=node.name)
 
 
