@@ -2,10 +2,10 @@
 
 * ``MnnpyEngine``: ``mnnpy.Interpreter`` on a .mnn (our converter's, when the source is ONNX).
 * ``OrtEngine``: onnxruntime on the .onnx, ``intra_op_num_threads`` = threads, spinning off (interleaved runs).
-* ``MnnEngine``: the official MNN wheel on a .mnn: by default the same file mnnpy runs (our .mnn is MNN's
-  format), so both runtimes execute one graph; ``mnn_source="official"`` converts with MNN's own converter instead
-  (MNN 3.6.1's converter output for tools/bench_models.py's ResNet-18 computes all zeros in MNN 3.6.1: check the
-  agreement column).
+* ``MnnEngine``: the official MNN wheel on a .mnn. Engine ``mnn`` runs the same file as mnnpy (our .mnn is MNN's
+  format): one graph, two runtimes. Engine ``mnn-cvt`` runs MNN's own converter's file (its graph optimisations
+  included: MNN as a product). MNN 3.6.1's converter output for tools/bench_models.py's ResNet-18 computes all
+  zeros in MNN 3.6.1: the agreement column shows such cases.
 
 ``prepare_models`` does the conversions; a peer that is not installed, or cannot convert or run the model, becomes
 a ``Missing`` entry with the reason, never an exception.
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-ENGINES = ("mnnpy", "ort", "mnn")
+ENGINES = ("mnnpy", "ort", "mnn", "mnn-cvt")
 
 
 @dataclass
@@ -63,14 +63,13 @@ def _official_convert(src: Path, dst: Path) -> None:
         raise RuntimeError("the official converter wrote nothing")
 
 
-def prepare_models(model: Path, workdir: Path | None, wanted: set[str], mnn_source: str = "ours") -> Models:
+def prepare_models(model: Path, workdir: Path | None, wanted: set[str]) -> Models:
     """Convert ``model`` (.onnx or .mnn) for the wanted engines.
 
     Args:
         model: the source model.
         workdir: where converted files go (None: a fresh temporary folder).
         wanted: engine names among ``ENGINES``.
-        mnn_source: which .mnn official MNN runs: "ours" (the file mnnpy runs) or "official" (its converter's).
 
     Returns:
         The files per engine; conversion failures are recorded in ``errors``, not raised.
@@ -79,7 +78,8 @@ def prepare_models(model: Path, workdir: Path | None, wanted: set[str], mnn_sour
     out = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="mnnpy-bench-"))
     out.mkdir(parents=True, exist_ok=True)
     if model.suffix.lower() != ".onnx":
-        return Models(None, model, model, errors={"ort": "the model is a .mnn file (onnxruntime needs the .onnx)"})
+        return Models(None, model, model, errors={"ort": "the model is a .mnn file (onnxruntime needs the .onnx)",
+                                                  "mnn-cvt": "the model is a .mnn file (nothing to convert)"})
     models = Models(model, None, None)
     t0 = time.perf_counter()
     try:
@@ -91,17 +91,17 @@ def prepare_models(model: Path, workdir: Path | None, wanted: set[str], mnn_sour
     except Exception as exc:
         models.mnnpy = None
         models.errors["mnnpy"] = f"conversion failed: {type(exc).__name__}: {exc}"
-    if "mnn" in wanted and mnn_source == "official":
+    if "mnn-cvt" in wanted:
         t0 = time.perf_counter()
         try:
             dst = out / f"{model.stem}.official.mnn"
             _official_convert(model, dst)
             models.official = dst
-            models.convert_s["mnn"] = time.perf_counter() - t0
+            models.convert_s["mnn-cvt"] = time.perf_counter() - t0
         except ImportError:
-            models.errors["mnn"] = "the official MNN wheel is not installed (pip install mnn)"
+            models.errors["mnn-cvt"] = "the official MNN wheel is not installed (pip install mnn)"
         except Exception as exc:
-            models.errors["mnn"] = f"official conversion failed: {type(exc).__name__}: {exc}"
+            models.errors["mnn-cvt"] = f"official conversion failed: {type(exc).__name__}: {exc}"
     return models
 
 
@@ -227,10 +227,10 @@ class OrtEngine(Engine):
 class MnnEngine(Engine):
     """The official MNN wheel on a .mnn file."""
 
-    name = "mnn"
     hosts: list[tuple[Any, Any, np.ndarray]]
 
-    def __init__(self, path: Path, threads: int) -> None:
+    def __init__(self, path: Path, threads: int, name: str = "mnn") -> None:
+        self.name = name
         # MNN's wheel runs on OpenMP: idle workers that spin after a run would eat the next engine's time slice
         # in interleaved runs (onnxruntime's spinning is switched off the same way). Read when libgomp loads.
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -289,7 +289,9 @@ def open_engines(models: Models, names: list[str], threads: int, backend: str = 
             elif name == "ort":
                 engines.append(OrtEngine(models.onnx, threads))
             elif name == "mnn":
-                engines.append(MnnEngine(models.official or models.mnnpy, threads))
+                engines.append(MnnEngine(models.mnnpy, threads))
+            elif name == "mnn-cvt":
+                engines.append(MnnEngine(models.official, threads, name))
             else:
                 missing.append(Missing(name, f"unknown engine (known: {', '.join(ENGINES)})"))
         except ImportError as exc:

@@ -1,7 +1,7 @@
 """Benchmark a model on mnnpy side by side with onnxruntime and the official MNN, interleaved; --profile per op.
 
 `mnnpy bench m.onnx --threads 1 --runs 30 --compare ort,mnn --profile --png ops.png`: converts as needed (our
-converter; official MNN runs the same .mnn, or its own converter's with --mnn-model official; onnxruntime runs the
+converter; official MNN runs the same .mnn as `mnn` and its own converter's as `mnn-cvt`; onnxruntime runs the
 .onnx), runs the engines in turn after
 warm-up and prints median/p10/p90 ms, the ratios mnnpy/peer and pre-inference times. Missing peers are reported.
 """
@@ -20,13 +20,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", default="cpu", help="mnnpy backend: cpu | opencl | vulkan | auto (default cpu)")
     p.add_argument("--runs", type=int, default=20, help="timed rounds (one run per engine each)")
     p.add_argument("--warmup", type=int, default=3, help="untimed rounds first")
-    p.add_argument("--compare", default="ort,mnn", help="peers, comma-separated: ort, mnn (empty: mnnpy alone)")
+    p.add_argument("--compare", default="ort,mnn,mnn-cvt",
+                   help="peers, comma-separated: ort (onnxruntime on the .onnx), mnn (official MNN on mnnpy's .mnn), "
+                   "mnn-cvt (official MNN on its own converter's .mnn); empty: mnnpy alone")
     p.add_argument("--profile", action="store_true", help="also print mnnpy's per-op table")
     p.add_argument("--top", type=int, default=25, help="rows of the per-op table (0: all)")
     p.add_argument("--png", default=None, metavar="FILE", help="with --profile: bar chart of the top ops "
                    "(needs matplotlib)")
-    p.add_argument("--mnn-model", choices=("ours", "official"), default="ours",
-                   help="the .mnn official MNN runs: ours (the same file as mnnpy, default) or its own converter's")
     p.add_argument("--workdir", default=None, help="where converted models go (default: a temporary folder)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument("--conv-algorithm", default=None, metavar="ALGO",
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
 
     peers = [p.strip().lower() for p in args.compare.split(",") if p.strip()]
     names = ["mnnpy", *[p for p in peers if p != "mnnpy"]]
-    models = prepare_models(Path(args.model), Path(args.workdir) if args.workdir else None, set(names), args.mnn_model)
+    models = prepare_models(Path(args.model), Path(args.workdir) if args.workdir else None, set(names))
     config = {"convAlgorithm": args.conv_algorithm} if args.conv_algorithm else None
     print(f"machine: {platform.machine()} {threads.cpu_count()} cores, python {platform.python_version()}, "
           f"numpy {np.__version__}, BLAS threads via {threads.backend()}")

@@ -50,7 +50,7 @@ def _engine_rows(out: str) -> dict[str, str]:
     rows = {}
     for line in out.splitlines():
         head = line.split(" ", 1)[0]
-        if head in ("mnnpy", "ort", "mnn", "foo"):
+        if head in ("mnnpy", "ort", "mnn", "mnn-cvt", "foo"):
             rows[head] = line
     return rows
 
@@ -58,20 +58,19 @@ def _engine_rows(out: str) -> dict[str, str]:
 def test_bench_table_with_peers(tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("onnxruntime")
     pytest.importorskip("MNN")
-    assert main(["bench", str(tiny), "--runs", "2", "--warmup", "1", "--workdir", str(tmp_path),
-                 "--mnn-model", "official"]) == 0
+    assert main(["bench", str(tiny), "--runs", "2", "--warmup", "1", "--workdir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     rows = _engine_rows(out)
-    assert set(rows) == {"mnnpy", "ort", "mnn"}, out
+    assert set(rows) == {"mnnpy", "ort", "mnn", "mnn-cvt"}, out
     assert "missing" not in out
     assert "median ms" in out and "ratios (mnnpy median / peer median" in out and "ort " in out
     assert "pre-inference (load + createSession) ms: mnnpy" in out
-    for name in ("ort", "mnn"):  # same inputs, same answer
+    for name in ("ort", "mnn", "mnn-cvt"):  # same inputs, same answer
         assert float(rows[name].split()[-1]) < 1e-3, rows[name]
     assert (tmp_path / "tiny.mnnpy.mnn").exists() and (tmp_path / "tiny.official.mnn").exists()
 
 
-def test_official_mnn_runs_our_file_by_default(tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_official_mnn_runs_our_file(tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("MNN")
     assert main(["bench", str(tiny), "--runs", "2", "--warmup", "0", "--compare", "mnn",
                  "--workdir", str(tmp_path)]) == 0
@@ -98,7 +97,7 @@ def test_mnn_file_runs_without_onnxruntime(tiny: Path, tmp_path: Path, capsys: p
     convert(tiny, model)
     assert main(["bench", str(model), "--runs", "2", "--warmup", "0", "--compare", "ort"]) == 0
     rows = _engine_rows(capsys.readouterr().out)
-    assert "mnnpy" in rows and "needs the .onnx" in rows["ort"]
+    assert "mnnpy" in rows and "needs the .onnx" in rows["ort"] and "mnn-cvt" not in rows
 
 
 def test_profile_lists_ops(tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
