@@ -262,7 +262,7 @@ def plan(outputs: list[Var], nodes: list[Node] | None = None, fed: set[int] | No
         COUNTERS["hits"] += 1
         return found
     net, inputs, outs = build_net(nodes, outputs, fed)
-    session = Session(net, {"backend": "CPU", "numThread": _THREADS[0]})
+    session = Session(net, dict(CONFIG))
     result = Plan(session, inputs, outs)
     COUNTERS["plans"] += 1
     _PLANS[key] = result
@@ -271,12 +271,20 @@ def plan(outputs: list[Var], nodes: list[Node] | None = None, fed: set[int] | No
     return result
 
 
-_THREADS = [1]
+# the schedule config of expression sessions (MNN: the global Executor's backend config)
+CONFIG: dict[str, Any] = {"backend": "CPU", "numThread": 1, "precision": "normal"}
 
 
 def set_thread_number(n: int) -> None:
-    """Threads for sessions created from now on (MNN: `expr.set_thread_number`)."""
-    _THREADS[0] = max(1, int(n))
+    """Threads for expression sessions; planned nets are dropped (MNN: `expr.set_thread_number`)."""
+    configure(numThread=max(1, int(n)))
+
+
+def configure(**changes: Any) -> None:
+    """Change the expression session config (backend, numThread, precision) and drop the planned nets."""
+    if any(CONFIG.get(k) != v for k, v in changes.items()):
+        CONFIG.update(changes)
+        clear_cache()
 
 
 def clear_cache() -> None:

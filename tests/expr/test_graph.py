@@ -122,6 +122,51 @@ def test_save_and_load_as_dict(tmp_path: object) -> None:
     np.testing.assert_array_equal(interp.getSessionOutput(session, "prob").getNumpyData(), [[0, 2, 0], [4, 0, 6]])
 
 
+def test_executor_config_replans_and_keeps_results() -> None:
+    from mnnpy.expr import graph
+
+    x = F.const(np.arange(6.0, dtype=np.float32), [6])
+    y = F.exp(x) + 1.0
+    ref = y.read().copy()
+    try:
+        F.set_global_executor_config(F.CPU, F.High, 2)
+        assert graph.CONFIG == {"backend": "CPU", "numThread": 2, "precision": "high"}
+        np.testing.assert_allclose((F.exp(x) + 1.0).read(), ref, rtol=1e-6)
+    finally:
+        F.set_global_executor_config(F.CPU, F.Normal, 1)
+    assert graph.CONFIG["numThread"] == 1
+
+
+@pytest.mark.parametrize("backend", ["OPENCL", "VULKAN"])
+def test_expressions_run_on_other_backends(backend: str) -> None:
+    from mnnpy.core import registry
+    from mnnpy.core.backend import BackendUnavailable
+    from mnnpy.expr import graph
+
+    try:
+        registry.get_runtime(backend.lower())
+    except BackendUnavailable as exc:
+        pytest.skip(f"{backend} unavailable: {exc}")
+    rng = np.random.default_rng(0)
+    data = rng.normal(size=(1, 5, 7, 6)).astype(np.float32)
+    w = rng.normal(size=(4, 5, 3, 3)).astype(np.float32)
+
+    def net() -> F.Var:
+        x = F.placeholder([1, 5, 7, 6])
+        x.write(data)
+        conv = F.conv2d(x, F.const(w, w.shape), F.const(np.zeros(4, np.float32), [4]))
+        return F.softmax(F.relu(conv), 1)
+
+    ref = net().read()
+    try:
+        F.set_global_executor_config(getattr(F, backend), F.Normal, 1)
+        y = net()
+        np.testing.assert_allclose(y.read(), ref, rtol=1e-4, atol=1e-5)
+        assert graph.plan([y]).session.main.name == backend.lower()
+    finally:
+        F.set_global_executor_config(F.CPU, F.Normal, 1)
+
+
 def test_stubs_raise() -> None:
     for name in ["crop_and_resize", "svd", "roi_align", "raster"]:
         with pytest.raises(NotImplementedError, match=name):
