@@ -228,8 +228,15 @@ class Session:
         """Drop executions and arenas (MNN: `Interpreter::releaseSession`)."""
         for b in {id(self.main): self.main, id(self.backup): self.backup}.values():
             b.on_clear()
+            getattr(b, "kernel_cache", {}).clear()
+        for ref in self.refs.values():
+            if not ref.const:
+                ref.array = None  # views into the arena: drop them so the arena is freed now
+        for cmd in [*self.commands, *(self.graph.commands if self.graph is not None else [])]:
+            cmd.execution = None
         self.commands = []
-        self.refs = {}
+        if self.graph is not None:
+            self.scheduler.commands = []
         self.released = True
 
     # *** introspection ***

@@ -231,3 +231,19 @@ def test_corrupted_models_fail_cleanly(resnet: tuple) -> None:
             except ModelError:
                 outcomes["error"] += 1
     assert outcomes["ok"] + outcomes["error"] == 60
+
+
+def test_release_session_frees_memory_at_once(resnet: tuple) -> None:
+    _, path = resnet
+    interp = MNN.Interpreter(str(path))
+    gc.collect()
+    tracemalloc.start()
+    s = interp.createSession()
+    _run(interp, s, np.ones((1, 3, 16, 16), np.float32))
+    held = tracemalloc.get_traced_memory()[0]
+    interp.releaseSession(s)
+    freed = held - tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert freed > 0.8 * s.info()["memory"]["arena_bytes"], (held, freed)
+    with pytest.raises(ModelError):
+        interp.getSessionOutput(s).getNumpyData()
