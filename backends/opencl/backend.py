@@ -44,7 +44,9 @@ def opencl_kernel(*op_types: int, formats: tuple[str, ...] = ("NCHW",)) -> Any:
 class OpenCLBackend(Backend):
     """Per-session OpenCL backend (MNN: `OpenCLBackend`).
 
-    Config keys: `tuning` ("none", "fast" (default), "normal", "wide", "heavy"; MNN's gpuMode tuning levels);
+    Config keys: `tuning` ("none", "fast", "normal", "wide", "heavy"; MNN's gpuMode tuning levels; default "fast"
+    on GPUs and "none" on CPU devices such as PoCL, where every tried local size is one more code generation and
+    the driver's choice is as good);
     `cacheFile` (a path from `Interpreter.setCacheFile`: program binaries and tuned local sizes are read from it
     when the backend is created, and written by `update_cache`).
     """
@@ -55,7 +57,8 @@ class OpenCLBackend(Backend):
     def __init__(self, runtime: OpenCLRuntime, config: dict[str, Any] | None = None) -> None:
         super().__init__(runtime, config)
         registry.import_all("mnnpy.backends.opencl.ops")
-        self.tune_level = str(self.config.get("tuning", "fast"))
+        is_gpu = bool(runtime.device.type & cl.device_type.GPU)
+        self.tune_level = str(self.config.get("tuning", "fast" if is_gpu else "none"))
         self.align = max(memory.ALIGN, runtime.device.mem_base_addr_align // 8)
         self._planner = memory.ArenaPlanner()
         self._chunks: dict[int, tuple[TensorRef, memory.Chunk]] = {}

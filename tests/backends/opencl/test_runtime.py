@@ -39,7 +39,7 @@ def small_net(backend: object) -> tuple[Harness, list, list, list]:
 
 
 def test_second_run_builds_and_tunes_nothing(runtime: OpenCLRuntime) -> None:
-    backend = runtime.create_backend()
+    backend = runtime.create_backend({"tuning": "fast"})
     h, executions, (x,), (y,) = small_net(backend)
     backend.upload(x.array, rand((1, 3, 6, 6)))
     h.execute(executions)
@@ -55,13 +55,13 @@ def test_second_run_builds_and_tunes_nothing(runtime: OpenCLRuntime) -> None:
 
 def test_cache_file_skips_builds_and_tuning(tmp_path: Path) -> None:
     first = OpenCLRuntime()
-    h, executions, (x,), (y,) = small_net(first.create_backend())
+    h, executions, (x,), (y,) = small_net(first.create_backend({"tuning": "fast"}))
     assert first.counters["builds"] >= 3 and first.counters["tunes"] >= 3
     path = tmp_path / "mnn_cl.cache"
     first.save_cache(path)
     second = OpenCLRuntime()
     assert second.load_cache(path)
-    backend = second.create_backend()
+    backend = second.create_backend({"tuning": "fast"})
     h, executions, (x,), (y,) = small_net(backend)
     assert second.counters["builds"] == 0 and second.counters["tunes"] == 0
     assert second.counters["binary_loads"] >= 3
@@ -154,3 +154,10 @@ def test_static_tensor_uploads_its_value_and_arena_is_reused(runtime: OpenCLRunt
     np.testing.assert_array_equal(backend.download(const.array), value)
     info = backend.memory_info()
     assert info["arena_bytes"] == 2 * 16 * 64 * 4 and info["tensor_bytes"] == 3 * 16 * 64 * 4
+
+
+def test_default_tuning_level_follows_device_type(runtime: OpenCLRuntime) -> None:
+    backend = runtime.create_backend()
+    is_gpu = "GPU" in str(runtime.device.type) or runtime.device.type & 4  # CL_DEVICE_TYPE_GPU
+    assert backend.tune_level == ("fast" if is_gpu else "none")
+    assert runtime.create_backend({"tuning": "wide"}).tune_level == "wide"

@@ -30,7 +30,7 @@ def _run(interp: Any, session: Any, x: np.ndarray) -> np.ndarray:
 
 def test_scratch_cnn_all_on_opencl_and_second_run_is_launch_only() -> None:
     net, weights = scratch_cnn()
-    interp, session = _session(net_to_bytes(net), {"backend": "OPENCL"})
+    interp, session = _session(net_to_bytes(net), {"backend": "OPENCL", "tuning": "fast"})
     assert session.main.name == "opencl"
     backends = {c["backend"] for c in session.info()["commands"]}
     assert backends == {"opencl"}, session.info()["commands"]
@@ -56,7 +56,7 @@ def test_cache_file_through_session_config(tmp_path: Path, monkeypatch: pytest.M
     assert session.main.update_cache()
     fresh = OpenCLRuntime()
     monkeypatch.setitem(registry._RUNTIMES, "opencl", fresh)
-    _interp, session = _session(net_to_bytes(net), {"backend": "OPENCL", "cacheFile": path})
+    _interp, session = _session(net_to_bytes(net), {"backend": "OPENCL", "cacheFile": path, "tuning": "fast"})
     assert session.main.runtime is fresh
     assert fresh.counters["builds"] == 0 and fresh.counters["tunes"] == 0 and fresh.counters["binary_loads"] > 0
 
