@@ -48,6 +48,13 @@ def pack_depthwise(weight: np.ndarray) -> np.ndarray:
     return padded.reshape(c4, 4, kh, kw).transpose(0, 2, 3, 1).copy()
 
 
+def pad_blocks(packed: np.ndarray) -> np.ndarray:
+    """Pad the leading (output channel block) axis to an even count, for shaders computing 2 blocks at once."""
+    if packed.shape[0] % 2 == 0:
+        return packed
+    return np.concatenate([packed, np.zeros((1, *packed.shape[1:]), packed.dtype)])
+
+
 def pack_bias(bias: np.ndarray) -> np.ndarray:
     """Bias padded to a multiple of 4."""
     out = np.zeros(-(-bias.size // 4) * 4, dtype=np.float32)
@@ -86,17 +93,19 @@ class VulkanConv2D(VulkanExecution):
         ic4, oc4 = -(-ic // 4), -(-oc // 4)
         (kh, kw), (sy, sx), (dy, dx) = params.kernel, params.stride, params.dilation
         top, left = params.pads[0], params.pads[1]
-        bias_b = self.upload_once(f"bias{ic}", lambda: pack_bias(bias))
         total = n * oc4 * oh * ow
         depthwise = params.group == ic == oc and params.group > 1
+        pointwise = (kh, kw, sy, sx) == (1, 1, 1, 1) and not any(params.pads)
+        if depthwise or pointwise:
+            bias_b = self.upload_once(f"bias{ic}", lambda: pack_bias(bias))
         if depthwise:
             self.algorithm = "depthwise"
             values = (w, h, ic, ic4, ow, oh, 0, total, kw, kh, sx, sy, left, top, dx, dy, lo, hi)
             packed_dw = self.upload_once(f"depthwise{ic}", lambda: pack_depthwise(weight))
             self.dispatch("depthwise", [self.bind(x), packed_dw, bias_b], [self.bind(y)], "16iff", values, total)
             return
-        packed = self.upload_once(f"dense{ic}", lambda: pack_dense(weight, params.group, ic))
-        if (kh, kw, sy, sx) == (1, 1, 1, 1) and not any(params.pads):
+        if pointwise:
+            packed = self.upload_once(f"dense{ic}", lambda: pack_dense(weight, params.group, ic))
             self.algorithm = "conv1x1"
             pixels = n * h * w
             items = oc4 * -(-pixels // 4)  # 4 pixels (over batch and plane) per invocation
@@ -104,6 +113,9 @@ class VulkanConv2D(VulkanExecution):
             self.dispatch("conv2d_1x1", [self.bind(x), packed, bias_b], [self.bind(y)], "6iff", values, items)
             return
         self.algorithm = "direct"
-        items = n * oc4 * oh * -(-ow // 4)  # 4 output texels along x per invocation
+        # 4 output texels along x times 2 output channel blocks per invocation (weights/bias padded to even OC4)
+        items = n * -(-oc4 // 2) * oh * -(-ow // 4)
+        packed = self.upload_once(f"dense8_{ic}", lambda: pad_blocks(pack_dense(weight, params.group, ic)))
+        bias_b = self.upload_once(f"bias8_{ic}", lambda: pad_blocks(pack_bias(bias).reshape(-1, 4)))
         values = (w, h, ic, ic4, ow, oh, oc4, items, kw, kh, sx, sy, left, top, dx, dy, lo, hi)
         self.dispatch("conv2d", [self.bind(x), packed, bias_b], [self.bind(y)], "16iff", values, items)
