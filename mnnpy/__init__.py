@@ -32,7 +32,13 @@ def version() -> str:
     return __version__
 
 
+# subpackages reachable as attributes (`MNN.numpy.array(...)` without importing mnnpy.numpy first)
+_SUBPACKAGES = frozenset({"expr", "nn", "numpy", "cv"})
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"mnnpy.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'mnnpy' has no attribute {name!r}")
