@@ -46,3 +46,49 @@ __kernel void gather(__global const T* src, __global T* dst, int4 sdesc, int4 dd
     }
     dst[phys_index(didx[i], ddesc)] = src[phys_index(sidx[i], sdesc)];
 }
+
+// Whole-tensor layout conversions (an identity region between plain NCHW and NC4HW4 of one shape):
+// work item (r, cb * N + n) moves 4 channels of one position r in [0, area).
+__kernel void pack_nc4hw4(__global const T* src, __global T* dst, int n, int c, int area) {
+    int r = get_global_id(0);
+    int bn = get_global_id(1);
+    if (r >= area || bn >= ((c + 3) >> 2) * n) {
+        return;
+    }
+    int cb = bn / n;
+    int b = bn % n;
+    int c0 = cb * 4;
+    __global const T* s = src + ((size_t)b * c + c0) * area + r;
+    T v0 = s[0];
+    T v1 = c0 + 1 < c ? s[area] : (T)0;
+    T v2 = c0 + 2 < c ? s[2 * area] : (T)0;
+    T v3 = c0 + 3 < c ? s[3 * area] : (T)0;
+    __global T* d = dst + ((size_t)bn * area + r) * 4;
+    d[0] = v0;
+    d[1] = v1;
+    d[2] = v2;
+    d[3] = v3;
+}
+
+__kernel void unpack_nc4hw4(__global const T* src, __global T* dst, int n, int c, int area) {
+    int r = get_global_id(0);
+    int bn = get_global_id(1);
+    if (r >= area || bn >= ((c + 3) >> 2) * n) {
+        return;
+    }
+    int cb = bn / n;
+    int b = bn % n;
+    int c0 = cb * 4;
+    __global const T* s = src + ((size_t)bn * area + r) * 4;
+    __global T* d = dst + ((size_t)b * c + c0) * area + r;
+    d[0] = s[0];
+    if (c0 + 1 < c) {
+        d[area] = s[1];
+    }
+    if (c0 + 2 < c) {
+        d[2 * area] = s[2];
+    }
+    if (c0 + 3 < c) {
+        d[3 * area] = s[3];
+    }
+}

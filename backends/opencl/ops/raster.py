@@ -19,6 +19,7 @@ from mnnpy.core.ir import NC4HW4
 
 from ..backend import opencl_kernel
 from ..execution import CLExecution, has_channel_tail, int4, tensor_desc
+from ..layout import nc_area
 
 
 def raster_spec(op: Any) -> tuple[list[Any], list[Any], bool | None]:
@@ -28,6 +29,19 @@ def raster_spec(op: Any) -> tuple[list[Any], list[Any], bool | None]:
         return list(op), [], None
     full = getattr(op, "full", None)
     return list(getattr(op, "regions", None) or []), list(getattr(op, "gathers", None) or []), full
+
+
+def is_identity(region: Any, size: int) -> bool:
+    """Whether a region copies a whole tensor element i to element i (a pure layout conversion)."""
+    if region.count != size or region.src.offset != 0 or region.dst.offset != 0:
+        return False
+    inner = 1
+    for dim in (2, 1, 0):
+        extent = int(region.size[dim])
+        if extent > 1 and (region.src.stride[dim] != inner or region.dst.stride[dim] != inner):
+            return False
+        inner *= extent
+    return True
 
 
 @opencl_kernel(fb.OpType.Raster, formats=("NC4HW4", "NCHW", "NHWC"))
@@ -47,6 +61,8 @@ class RasterExecution(CLExecution):
     def encode(self) -> None:
         y = self.outputs[0]
         regions, gathers, full = raster_spec(self.op)
+        if self._convert_layout(regions, gathers):
+            return
         if full is None:
             full = not gathers and sum(math.prod(r.size) for r in regions) == math.prod(y.desc.shape)
         if not full or has_channel_tail(y):
@@ -75,3 +91,20 @@ class RasterExecution(CLExecution):
             dst_idx = self.constant(np.asarray(gather.dst_idx, dtype=np.int32).reshape(-1))
             args = [self.buf(x), self.buf(y), tensor_desc(x), ydesc, src_idx, dst_idx, np.int32(count)]
             self.launch("raster", "gather", args, (count,), options=options)
+
+    def _convert_layout(self, regions: list[Any], gathers: list[Any]) -> bool:
+        """Record the vectorised pack / unpack kernel for a whole-tensor NCHW <-> NC4HW4 conversion, if it is one."""
+        y = self.outputs[0]
+        if gathers or len(regions) != 1 or not is_identity(regions[0], y.desc.size):
+            return False
+        x = self.inputs[int(regions[0].origin)]
+        fmts = (x.desc.fmt, y.desc.fmt)
+        if x.desc.shape != y.desc.shape or fmts not in (("NCHW", NC4HW4), (NC4HW4, "NCHW")):
+            return False
+        n, c, area = nc_area(y.desc.shape)
+        name = "pack_nc4hw4" if fmts[1] == NC4HW4 else "unpack_nc4hw4"
+        self.algorithm = f"raster-{name.split('_')[0]}"
+        options = "-DT=int" if y.desc.dtype == np.int32 else ""
+        args = [self.buf(x), self.buf(y), np.int32(n), np.int32(c), np.int32(area)]
+        self.launch("raster", name, args, (area, -(-c // 4) * n), options=options)
+        return True

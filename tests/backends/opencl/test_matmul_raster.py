@@ -94,3 +94,22 @@ def test_raster_slice_with_strides(backend: object) -> None:
     region = Region(View(10, (0, 10, 3)), View(0, (0, 4, 1)), (1, 3, 4), 0)
     y = run_raster(backend, [region], [x], ["NCHW"], (3, 4), "NCHW")
     assert_close(y, x[1:4, 0:10:3])
+
+
+@pytest.mark.parametrize("c", [1, 3, 13, 127])
+@pytest.mark.parametrize(("in_fmt", "out_fmt"), [("NCHW", "NC4HW4"), ("NC4HW4", "NCHW")])
+def test_raster_layout_conversion_fast_path(backend: object, c: int, in_fmt: str, out_fmt: str) -> None:
+    x = rand((2, c, 3, 5), seed=c)
+    size = x.size
+    region = Region(View(0, (size, size, 1)), View(0, (size, size, 1)), (1, 1, size), 0)
+    h = Harness(backend)
+    ins, out = [h.tensor(x.shape, in_fmt)], h.tensor(x.shape, out_fmt)
+    execution = h.create(fb.OpType.Raster, [region], ins, [out])
+    h.resize([execution], ins, [out])
+    assert execution.algorithm in ("raster-pack", "raster-unpack")
+    backend.upload(ins[0].array, x)
+    h.execute([execution])
+    assert_close(backend.download(out.array), x, tol=0)
+    if out_fmt == "NC4HW4" and c % 4:
+        tail = backend.read_physical(out.array).reshape(-(-c // 4), 2 * 15, 4)[-1, :, c % 4:]
+        assert not tail.any()
