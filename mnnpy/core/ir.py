@@ -7,6 +7,7 @@ physical layout. Regions address the logical, row-major index space whatever the
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,9 +66,7 @@ class TensorDesc:
 
     def with_(self, **changes: Any) -> TensorDesc:
         """Copy with some fields replaced."""
-        values = {"shape": self.shape, "dtype": self.dtype, "fmt": self.fmt}
-        values.update(changes)
-        return TensorDesc(**values)
+        return dataclasses.replace(self, **changes)
 
 
 @dataclass(frozen=True)

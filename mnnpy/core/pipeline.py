@@ -64,6 +64,13 @@ class Graph:
     folded: int = 0
     virtual: dict[int, list[Region]] = field(default_factory=dict)
 
+    def desc(self, i: int) -> TensorDesc:
+        """The descriptor of tensor `i` (ModelError when nothing produces it)."""
+        d = self.descs[i]
+        if d is None:
+            raise ModelError(f"tensor {self.names[i]!r} is read but never produced")
+        return d
+
     def add_tensor(self, desc: TensorDesc, name: str) -> int:
         """Append a generated tensor (format conversion, copies) and return its index."""
         self.descs.append(desc)
@@ -95,7 +102,7 @@ def _input_desc(op: Any, override: tuple[int, ...] | TensorDesc | None) -> Tenso
     return TensorDesc(shape, np_dtype(p.dtype if p is not None else 1), fmt)
 
 
-def encode(net: Any, input_shapes: dict[int, tuple[int, ...]], keep: set[int], eval_const: Any,
+def encode(net: Any, input_shapes: dict[int, tuple[int, ...] | TensorDesc], keep: set[int], eval_const: Any,
            output_names: list[str] | None = None) -> Graph:
     """Shape inference, constant folding and geometry over the whole net.
 
@@ -127,16 +134,16 @@ def encode(net: Any, input_shapes: dict[int, tuple[int, ...]], keep: set[int], e
             g.values[outs[0]] = value
             g.descs[outs[0]] = TensorDesc(value.shape, value.dtype, NCHW)
             continue
-        in_descs = [g.descs[i] for i in ins]
-        missing = [names[i] for i, d in zip(ins, in_descs, strict=True) if d is None]
+        missing = [names[i] for i in ins if g.descs[i] is None]
         if missing:
             raise ModelError(f"op {name!r}: input tensor(s) {missing} are never produced")
+        in_descs = [g.desc(i) for i in ins]
         if op.type in SHAPE_QUERIES:
             shape = in_descs[0].shape
             value = np.array(shape if op.type == OT.Shape else len(shape) if op.type == OT.Rank
                              else int(np.prod(shape)), dtype=np.int32)
             g.values[outs[0]] = value
-            g.descs[outs[0]] = TensorDesc(value.shape, np.int32, NCHW)
+            g.descs[outs[0]] = TensorDesc(value.shape, np.dtype(np.int32), NCHW)
             continue
         entry = registry.SHAPES.get(int(op.type))
         if entry is None:
@@ -205,7 +212,7 @@ def _materialise(g: Graph, pending: list[Command], keep: set[int]) -> list[Comma
     commands: list[Command] = []
 
     def size_of(i: int) -> int:
-        return g.descs[i].size
+        return g.desc(i).size
 
     def need(i: int) -> None:
         if i not in g.virtual or i in done:

@@ -69,7 +69,7 @@ class Scheduler:
         """The TensorRef of tensor `i` (constants carry their physical value)."""
         r = self.refs.get(i)
         if r is None:
-            desc = self.g.descs[i]
+            desc = self.g.desc(i)
             value = self.g.values.get(i)
             r = TensorRef(i, desc, self.g.names[i], value, const=value is not None)
             self.refs[i] = r
@@ -80,7 +80,7 @@ class Scheduler:
         key = (i, fmt)
         if key in self._converted:
             return self._converted[key]
-        desc = self.g.descs[i].with_(fmt=fmt)
+        desc = self.g.desc(i).with_(fmt=fmt)
         j = self.g.add_tensor(desc, f"{self.g.names[i]}__{fmt}")
         if i in self.g.values:
             self.g.values[j] = self.g.values[i]
@@ -98,7 +98,7 @@ class Scheduler:
 
         A plain ("NCHW") kernel works in the tensor's own dim order, so NHWC tensors (TF models) pass as they are.
         """
-        fmt = self.g.descs[i].fmt
+        fmt = self.g.desc(i).fmt
         if fmt in formats or (fmt == "NHWC" and "NCHW" in formats):
             return i
         if pos == 0:
@@ -115,7 +115,7 @@ class Scheduler:
                 continue
             key = (i, backend.name)
             if key not in self._copies:
-                j = self.g.add_tensor(self.g.descs[i], f"{self.g.names[i]}__{backend.name}")
+                j = self.g.add_tensor(self.g.desc(i), f"{self.g.names[i]}__{backend.name}")
                 copier = owner if backend.name == "cpu" else backend
                 cmd = Command(COPY, f"copy:{self.g.names[i]}->{backend.name}", [i], [j], backend=copier.name)
                 cmd.execution = CopyExecution(copier, None, [self.ref(i)], [self.ref(j)])
@@ -128,7 +128,7 @@ class Scheduler:
     def _create(self, cmd: Command, formats: Sequence[str], before: list[Command] | None = None) -> None:
         outs = []
         for o in cmd.outputs:
-            d = self.g.descs[o]
+            d = self.g.desc(o)
             if d.fmt not in formats and not (d.fmt == "NHWC" and "NCHW" in formats):
                 d = d.with_(fmt=formats[0])
                 self.g.descs[o] = d

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -58,12 +58,12 @@ class Session:
     """One runnable instance of a net for a ScheduleConfig (MNN: `Session`)."""
 
     def __init__(self, net: Any, config: dict[str, Any] | None = None,
-                 input_shapes: dict[int, tuple[int, ...]] | None = None) -> None:
+                 input_shapes: Mapping[int, tuple[int, ...] | TensorDesc] | None = None) -> None:
         self.net = net
         self.config = dict(config or {})
         self.main = _make_backend(backend_name(self.config.get("backend", "CPU")), self.config)
         self.backup = self.main if self.main.name == "cpu" else registry.get_runtime("cpu").create_backend(self.config)
-        self.input_shapes: dict[int, tuple[int, ...]] = dict(input_shapes or {})
+        self.input_shapes: dict[int, tuple[int, ...] | TensorDesc] = dict(input_shapes or {})
         self.names = [str(n) for n in (net.tensorName or [])]
         self.save = {self.names.index(s) for s in self.config.get("saveTensors", ()) if s in self.names}
         self.output_paths = [str(s) for s in self.config.get("outputPaths", ()) or ()]
@@ -91,7 +91,7 @@ class Session:
                 dims = tuple(int(d) for d in np.asarray(op.main.dims).ravel())
                 idx = int(np.asarray(op.outputIndexes).ravel()[0])
                 if -1 in dims and idx not in self.input_shapes:
-                    out[idx] = TensorRef(idx, TensorDesc(dims, np.float32, NCHW), self.names[idx])
+                    out[idx] = TensorRef(idx, TensorDesc(dims, np.dtype(np.float32), NCHW), self.names[idx])
         return out
 
     # *** pre-inference ***

@@ -57,6 +57,7 @@ class ConvPlan:
         costs: the costs compared (name -> number), for reports.
         reason: one line explaining the choice.
         strassen_depth: recursion depth of the Strassen GEMM (0 = plain GEMM).
+        threads: ``numThread``: lanes of independent blocks the kernel may run at once (else BLAS threads).
     """
 
     algorithm: str
@@ -64,6 +65,7 @@ class ConvPlan:
     costs: dict[str, float] = field(default_factory=dict)
     reason: str = ""
     strassen_depth: int = 0
+    threads: int = 1
 
 
 def strassen_should_recurse(e: int, l_dim: int, h: int) -> bool:

@@ -19,10 +19,12 @@ def _floormod(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np
 
 
 def _div(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    if np.issubdtype(a.dtype, np.integer):
-        q = np.trunc(a / b).astype(a.dtype)
-        return np.copyto(out, q) if out is not None else q
-    return np.divide(a, b, out=out) if out is not None else np.divide(a, b)
+    """Division; integers truncate toward zero (C semantics, as MNN and ONNX)."""
+    q = np.trunc(a / b).astype(a.dtype) if np.issubdtype(a.dtype, np.integer) else np.divide(a, b)
+    if out is None:
+        return q
+    np.copyto(out, q, casting="unsafe")
+    return out
 
 
 BINARY: dict[int, Callable] = {
@@ -38,6 +40,8 @@ ELTWISE = {0: np.multiply, 1: np.add, 2: np.maximum, 3: np.subtract}
 @cpu_kernel(OT.BinaryOp, OT.Eltwise, formats=CF)
 class Binary(CPUExecution):
     """y = op(a, b[, ...]); a fused ReLU for BinaryOp activationType 1."""
+
+    fn: Callable[..., np.ndarray]
 
     def on_resize(self) -> None:
         p = self.op.main

@@ -89,11 +89,13 @@ class Padding(CPUExecution):
 
     def on_execute(self) -> None:
         x = self.x.array
-        kwargs = {}
         if self.mode == "constant":
             value = self.inputs[2].array if len(self.inputs) > 2 else 0
-            kwargs["constant_values"] = np.asarray(value).ravel()[0] if np.size(value) else 0
-        np.copyto(self.y.array, np.pad(x, self.widths, mode=self.mode, **kwargs)[self.crop])
+            fill = np.asarray(value).ravel()[0] if np.size(value) else 0
+            padded = np.pad(x, self.widths, mode="constant", constant_values=fill)
+        else:
+            padded = np.pad(x, self.widths, mode=self.mode)  # type: ignore[call-overload]
+        np.copyto(self.y.array, padded[self.crop])
 
 
 @cpu_kernel(OT.SliceTf)

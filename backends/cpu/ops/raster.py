@@ -9,10 +9,11 @@ from mnnpy.schema import mnn_generated as fb
 
 from mnnpy.core.geometry.raster import region_view
 from mnnpy.core.ir import NC4HW4, NHWC
+from mnnpy.core.pipeline import RasterSpec
 from mnnpy.core.registry import cpu_kernel
 
 
-def _identity(spec: object, size: int) -> bool:
+def _identity(spec: RasterSpec, size: int) -> bool:
     regs = spec.regions
     if spec.gathers or len(regs) != 1:
         return False
@@ -51,11 +52,11 @@ class Raster(CPUExecution):
                 flats.append(tmp.reshape(-1))
             else:
                 flats.append(np.asarray(r.array).reshape(-1))
+        self.dst_tmp: np.ndarray | None = None
         if y.desc.fmt == NC4HW4:
             self.dst_tmp = np.zeros(y.desc.shape, dtype=y.desc.dtype)
             out = self.dst_tmp.reshape(-1)
         else:
-            self.dst_tmp = None
             out = y.array.reshape(-1)
         self.out_flat = out
         self.copies = [(region_view(out, g.dst.offset, g.dst.stride, g.size),

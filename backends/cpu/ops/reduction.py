@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 from mnnpy.backends.cpu.ops._common import CPUExecution
 from mnnpy.schema import mnn_generated as fb
@@ -11,7 +14,7 @@ from mnnpy.core.shape._util import norm_axis
 from mnnpy.core.shape.misc import reduce_axes
 
 OT = fb.OpType
-REDUCE = {0: np.sum, 3: np.mean, 4: np.max, 5: np.min, 6: np.prod, 7: np.any, 8: np.all}
+REDUCE: dict[int, Callable[..., Any]] = {0: np.sum, 3: np.mean, 4: np.max, 5: np.min, 6: np.prod, 7: np.any, 8: np.all}
 
 
 @cpu_kernel(OT.Reduction)
@@ -33,7 +36,7 @@ class Reduction(CPUExecution):
             x = np.abs(x)
         elif self.kind == 2:
             x = np.square(x)
-        fn = np.sum if self.kind in (1, 2) else REDUCE[self.kind]
+        fn: Callable[..., Any] = np.sum if self.kind in (1, 2) else REDUCE[self.kind]
         np.copyto(self.out, fn(x, axis=self.axes, keepdims=True), casting="unsafe")
 
 

@@ -65,7 +65,9 @@ def fit_regions(dst: np.ndarray, src: np.ndarray, origin: int) -> list[Region] |
         sizes.insert(0, 1)
         sst.insert(0, 0)
         dstst.insert(0, 0)
-    return [Region(View(int(cur_s[0]), tuple(sst)), View(int(cur_d[0]), tuple(dstst)), tuple(sizes), origin)]
+    src_view = View(int(cur_s[0]), (sst[0], sst[1], sst[2]))
+    dst_view = View(int(cur_d[0]), (dstst[0], dstst[1], dstst[2]))
+    return [Region(src_view, dst_view, (sizes[0], sizes[1], sizes[2]), origin)]
 
 
 def fuse(regions: list[Region], virtual: dict[int, list[Region]], size_of: Callable[[int], int],

@@ -40,5 +40,6 @@ def one_hot(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
     shape = list(descs[0].shape)
     axis = op.main.axis if op.main is not None else -1
     shape.insert(norm_axis(axis, len(shape) + 1, op.name), depth)
-    dtype = np_dtype(op.main.dType) if op.main is not None else descs[2].dtype if len(descs) > 2 else np.float32
+    dtype = np_dtype(op.main.dType) if op.main is not None else \
+        descs[2].dtype if len(descs) > 2 else np.dtype(np.float32)
     return [TensorDesc(tuple(shape), dtype, NCHW)]

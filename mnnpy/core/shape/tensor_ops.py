@@ -43,9 +43,9 @@ def flatten(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
 @shape_fn(OT.Squeeze, needs_values=(1,))
 def squeeze(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
     x = descs[0]
-    axes = ints(values[1]) if len(values) > 1 else ints(op.main.squeezeDims if op.main else None)
+    given = ints(values[1]) if len(values) > 1 else ints(op.main.squeezeDims if op.main else None)
     rank = len(x.shape)
-    axes = {norm_axis(a, rank, op.name) for a in axes} if axes else {i for i, d in enumerate(x.shape) if d == 1}
+    axes = {norm_axis(a, rank, op.name) for a in given} if given else {i for i, d in enumerate(x.shape) if d == 1}
     return [same(x, [d for i, d in enumerate(x.shape) if i not in axes])]
 
 
