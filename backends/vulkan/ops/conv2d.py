@@ -93,16 +93,16 @@ class VulkanConv2D(VulkanExecution):
         ic4, oc4 = -(-ic // 4), -(-oc // 4)
         (kh, kw), (sy, sx), (dy, dx) = params.kernel, params.stride, params.dilation
         top, left = params.pads[0], params.pads[1]
-        total = n * oc4 * oh * ow
         depthwise = params.group == ic == oc and params.group > 1
         pointwise = (kh, kw, sy, sx) == (1, 1, 1, 1) and not any(params.pads)
         if depthwise or pointwise:
             bias_b = self.upload_once(f"bias{ic}", lambda: pack_bias(bias))
         if depthwise:
             self.algorithm = "depthwise"
-            values = (w, h, ic, ic4, ow, oh, 0, total, kw, kh, sx, sy, left, top, dx, dy, lo, hi)
+            items = n * ic4 * oh * -(-ow // 4)  # 4 output texels along x per invocation
+            values = (w, h, ic, ic4, ow, oh, 0, items, kw, kh, sx, sy, left, top, dx, dy, lo, hi)
             packed_dw = self.upload_once(f"depthwise{ic}", lambda: pack_depthwise(weight))
-            self.dispatch("depthwise", [self.bind(x), packed_dw, bias_b], [self.bind(y)], "16iff", values, total)
+            self.dispatch("depthwise", [self.bind(x), packed_dw, bias_b], [self.bind(y)], "16iff", values, items)
             return
         if pointwise:
             packed = self.upload_once(f"dense{ic}", lambda: pack_dense(weight, params.group, ic))
