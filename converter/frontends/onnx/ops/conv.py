@@ -20,6 +20,21 @@ def _pad_mode(node: OnnxNode, auto_pad: str) -> int:
     raise UseFunctionBody(f"{node.label()}: auto_pad={auto_pad} is not supported by MNN")
 
 
+def same_lower_pads(ctx: Context, x: str, kernel: list[int], strides: list[int] | None,
+                    dilations: list[int] | None) -> list[int] | None:
+    """Explicit [top, left, bottom, right] pads for auto_pad=SAME_LOWER (extra padding at the start), when the
+    input's spatial size is known; MNN's SAME mode pads like SAME_UPPER."""
+    shape = ctx.shape(x)
+    if shape is None or len(shape) != 4 or None in shape[2:]:
+        return None
+    begins, ends = [], []
+    for size, k, s, d in zip(shape[2:], kernel, strides or [1, 1], dilations or [1, 1], strict=True):
+        total = max((-(-size // s) - 1) * s + (k - 1) * d + 1 - size, 0)
+        begins.append(total - total // 2)
+        ends.append(total // 2)
+    return begins + ends
+
+
 def _common(node: OnnxNode, kernel: list[int], strides: list[int] | None, dilations: list[int] | None,
             pads: list[int] | None, auto_pad: str, group: int, out_count: int,
             in_count: int) -> fb.Convolution2DCommonT:
@@ -77,6 +92,10 @@ def _dynamic_conv(ctx: Context, node: OnnxNode, op_type: int, auto_pad: str, dil
     else:
         ic, oc = int(w_shape[0]), int(w_shape[1]) * group
     kernel = [int(k) for k in (kernel_shape or w_shape[2:])]
+    if auto_pad == "SAME_LOWER":
+        explicit = same_lower_pads(ctx, node.inputs[0], kernel, strides, dilations)
+        if explicit is not None:
+            auto_pad, pads = "NOTSET", explicit
     common = _common(node, kernel, strides, dilations, pads, auto_pad, group, oc, ic)
     if op_type == OP.Deconvolution:
         if common.pads is None and common.padMode == fb.PadMode.CAFFE:
@@ -138,6 +157,10 @@ def conv(ctx: Context, node: OnnxNode, *, auto_pad: str = "NOTSET", dilations: l
     rank1d = weight.ndim == 3
     if weight.ndim not in (3, 4):
         raise UseFunctionBody(f"{node.label()}: {weight.ndim - 2}-D convolution is not supported yet")
+    if auto_pad == "SAME_LOWER" and not rank1d:
+        explicit = same_lower_pads(ctx, node.inputs[0], list(weight.shape[2:]), strides, dilations)
+        if explicit is not None:
+            auto_pad, pads = "NOTSET", explicit
     if rank1d:
         weight = weight[..., None]
     oc, icg, kh, kw = weight.shape

@@ -7,6 +7,7 @@ from mnnpy.schema import mnn_generated as fb
 from ..context import OP, PARAM, Context, OnnxNode
 from ..functions import UseFunctionBody
 from ..registry import onnx_op
+from .conv import same_lower_pads
 
 
 def _pool(ctx: Context, node: OnnxNode, pool_type: int, auto_pad: str, ceil_mode: int, kernel_shape: list[int],
@@ -21,6 +22,10 @@ def _pool(ctx: Context, node: OnnxNode, pool_type: int, auto_pad: str, ceil_mode
         pads = None if pads is None else [pads[0], 0, pads[1], 0]
         x = ctx.squeeze(x, [3], unsqueeze=True)
         out = ctx.graph.unique_name(out + "_2d")
+    if auto_pad == "SAME_LOWER" and not one_d:
+        explicit = same_lower_pads(ctx, x, kernel_shape, strides, None)
+        if explicit is not None:
+            auto_pad, pads = "NOTSET", explicit
     if ceil_mode and auto_pad in ("NOTSET", "") and not (pool_type == fb.PoolType.AVEPOOL and count_include_pad):
         shape = ctx.shape(x) if not one_d else None
         if one_d and ctx.shape(node.inputs[0]) is not None:
