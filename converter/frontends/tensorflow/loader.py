@@ -24,6 +24,9 @@ _NOT_OUTPUTS = {"Const", "Placeholder", "NoOp", "Assert"}
 def tensor_to_numpy(proto: Any) -> np.ndarray:
     """Decode a TensorProto (tensor_content or the typed *_val fields) into a numpy array."""
     dtype = NP_DTYPES.get(proto.dtype)
+    if proto.dtype == pb.DT_STRING:  # Assert messages and the like: kept as objects, refused only if used
+        shape = [int(d.size) for d in proto.tensor_shape.dim]
+        return np.asarray(list(proto.string_val), dtype=object).reshape(shape if proto.string_val else [0])
     if dtype is None:
         raise ConvertError(f"constant of TF dtype {pb.DataType.Name(proto.dtype)} is not supported")
     shape = [int(d.size) for d in proto.tensor_shape.dim]
@@ -163,6 +166,8 @@ def load_graph_def(source: str | Path | bytes | Any, outputs: list[str] | None =
     for node in order:
         if node.op == "Const":
             value = node.attr("value")
+            if np.asarray(value).dtype == object:
+                raise ConvertError(f"{node.label()}: string constants are not supported")
             graph.constants[node.name] = normalize_const(np.asarray(value))
             ctx.set_out(node.name, node.name)
         elif node.op == "Placeholder":

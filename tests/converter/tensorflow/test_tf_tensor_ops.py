@@ -40,6 +40,22 @@ def test_reshape_concat_strided_slice(tmp_path: Path) -> None:
     check(g, {"input": x}, refs, tmp_path)
 
 
+def test_strided_slice_ellipsis_and_new_axis(tmp_path: Path) -> None:
+    """x[..., None, 1:3] and x[:, None, 0] are expanded to plain slices plus Unsqueeze (mnnpy and MNN agree)."""
+    g = GraphBuilder()
+    x = _x(2, 3, 4)
+    inp = g.placeholder("input", [2, 3, 4])
+
+    def spec(values: list[int]) -> str:
+        return g.const(_i32(values), dtype=np.int32)
+
+    g.op("StridedSlice", [inp, spec([0, 0, 1]), spec([0, 0, 3]), spec([1, 1, 1])], name="a", ellipsis_mask=1,
+         new_axis_mask=2, T=1, Index=3)
+    g.op("StridedSlice", [inp, spec([0, 0, 0]), spec([0, 0, 1]), spec([1, 1, 1])], name="b", begin_mask=1,
+         end_mask=1, new_axis_mask=2, shrink_axis_mask=4, T=1, Index=3)
+    check(g, {"input": x}, {"a": x[..., None, 1:3], "b": x[:, None, 0]}, tmp_path)
+
+
 def test_shape_driven_flatten(tmp_path: Path) -> None:
     """Keras' Flatten: Shape -> StridedSlice(shrink) -> Pack -> Reshape, folded to constants."""
     g = GraphBuilder()

@@ -94,6 +94,50 @@ def strided_slice_numpy(data: np.ndarray, begin: list[int], end: list[int], stri
 _MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
 
 
+def expand_spec(rank: int, begin: list[int], end: list[int], strides: list[int], masks: dict[str, int],
+                ) -> tuple[list[int], list[int], list[int], dict[str, int], list[int]]:
+    """Rewrite a slice spec with ellipsis / new-axis entries into one entry per input dim (masks without those two)
+    plus the output positions where new axes of size 1 are inserted afterwards."""
+    entries = len(begin)
+    new_count = sum(1 for i in range(entries) if masks["new_axis_mask"] >> i & 1)
+    out_b: list[int] = []
+    out_e: list[int] = []
+    out_s: list[int] = []
+    bits = {"begin_mask": 0, "end_mask": 0, "shrink_axis_mask": 0}
+    new_axes: list[int] = []
+    out_dim = 0
+
+    def full() -> None:
+        nonlocal out_dim
+        bit = 1 << len(out_b)
+        bits["begin_mask"] |= bit
+        bits["end_mask"] |= bit
+        out_b.append(0)
+        out_e.append(0)
+        out_s.append(1)
+        out_dim += 1
+
+    for i in range(entries):
+        if masks["ellipsis_mask"] >> i & 1:
+            for _ in range(rank - (entries - 1 - new_count)):
+                full()
+        elif masks["new_axis_mask"] >> i & 1:
+            new_axes.append(out_dim)
+            out_dim += 1
+        else:
+            bit = 1 << len(out_b)
+            for name in bits:
+                if masks[name] >> i & 1:
+                    bits[name] |= bit
+            out_b.append(begin[i])
+            out_e.append(end[i])
+            out_s.append(strides[i])
+            out_dim += 0 if masks["shrink_axis_mask"] >> i & 1 else 1
+    while len(out_b) < rank:
+        full()
+    return out_b, out_e, out_s, {**bits, "ellipsis_mask": 0, "new_axis_mask": 0}, new_axes
+
+
 @tf_op("StridedSlice")
 def strided_slice(ctx: Context, node: TfNode) -> None:
     """StridedSlice -> StridedSlice(fromType 0, TF masks) with inputs x, begin, end, strides."""
@@ -109,6 +153,13 @@ def strided_slice(ctx: Context, node: TfNode) -> None:
             return
         if shape is not None and all(d is not None for d in shape):
             out_shape = list(strided_slice_numpy(np.empty(shape, np.bool_), begin, end, strides, masks).shape)
+    rank = ctx.rank(node.inputs[0])
+    inputs = [ctx.x(key) for key in node.inputs[:4]]
+    new_axes: list[int] = []
+    if (masks["ellipsis_mask"] or masks["new_axis_mask"]) and rank is not None and all(c is not None for c in consts):
+        begin, end, strides, masks, new_axes = expand_spec(rank, *([int(v) for v in c.ravel()] for c in consts),
+                                                           masks)
+        inputs[1:] = [ctx.const(np.asarray(v, np.int32), node.name + "/spec") for v in (begin, end, strides)]
     param = fb.StridedSliceParamT()
     param.Index = fb.DataType.DT_INT32
     param.T = fb.DataType.DT_FLOAT
@@ -116,8 +167,12 @@ def strided_slice(ctx: Context, node: TfNode) -> None:
     param.ellipsisMask, param.newAxisMask = masks["ellipsis_mask"], masks["new_axis_mask"]
     param.shrinkAxisMask = masks["shrink_axis_mask"]
     param.fromType = 0
-    inputs = [ctx.x(key) for key in node.inputs[:4]]
-    ctx.emit(OP.StridedSlice, inputs, [node.name], PARAM.StridedSliceParam, param, name=node.name)
+    sliced = ctx.graph.unique_name(node.name + "/sliced") if new_axes else node.name
+    ctx.emit(OP.StridedSlice, inputs, [sliced], PARAM.StridedSliceParam, param, name=node.name)
+    if new_axes:
+        unsqueeze = fb.SqueezeParamT()
+        unsqueeze.squeezeDims = new_axes
+        ctx.emit(OP.Unsqueeze, [sliced], [node.name], PARAM.SqueezeParam, unsqueeze, name=node.name + "/new_axes")
     ctx.set_out(node.name, node.name, shape=out_shape)
 
 
