@@ -20,7 +20,8 @@ def load(prototxt: str | Path, caffemodel: str | Path | bytes | None, outputs: l
 
 def load_with_count(prototxt: str | Path, caffemodel: str | Path | bytes | None) -> tuple[Graph, int]:
     """`load`, plus the number of layers in the prototxt (for the converter's ops-in/ops-out summary)."""
-    return load_net(Path(prototxt), caffemodel), len(parse_prototxt(Path(prototxt)).layer)
+    net = parse_prototxt(Path(prototxt))
+    return load_net(Path(prototxt), caffemodel), len(net.layer) + len(net.layers)
 
 
 __all__ = ["load", "load_net", "load_with_count", "supported_layers"]

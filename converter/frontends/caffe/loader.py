@@ -40,6 +40,30 @@ def parse_caffemodel(source: str | Path | bytes | None) -> Any:
     return net
 
 
+_V1_TYPES = {"CONVOLUTION": "Convolution", "DECONVOLUTION": "Deconvolution", "INNER_PRODUCT": "InnerProduct",
+             "POOLING": "Pooling", "RELU": "ReLU", "SIGMOID": "Sigmoid", "TANH": "TanH", "LRN": "LRN",
+             "DROPOUT": "Dropout", "CONCAT": "Concat", "SLICE": "Slice", "SPLIT": "Split", "SOFTMAX": "Softmax",
+             "ELTWISE": "Eltwise", "FLATTEN": "Flatten", "POWER": "Power", "ABSVAL": "AbsVal", "ARGMAX": "ArgMax"}
+_V1_PARAMS = ("argmax_param", "concat_param", "convolution_param", "dropout_param", "eltwise_param",
+              "inner_product_param", "lrn_param", "pooling_param", "power_param", "relu_param", "sigmoid_param",
+              "softmax_param", "slice_param", "tanh_param")
+
+
+def layers_of(net: Any) -> list[Any]:
+    """The net's LayerParameters; old V1 `layers` entries are translated (type names and their parameters)."""
+    result = list(net.layer)
+    for old in net.layers:
+        layer = pb.LayerParameter(name=old.name, bottom=old.bottom, top=old.top, blobs=old.blobs,
+                                  include=old.include, exclude=old.exclude)
+        kind = pb.V1LayerParameter.LayerType.Name(old.type)
+        layer.type = _V1_TYPES.get(kind, kind)
+        for field in _V1_PARAMS:
+            if old.HasField(field):
+                getattr(layer, field).CopyFrom(getattr(old, field))
+        result.append(layer)
+    return result
+
+
 def _active(proto: Any) -> bool:
     """False for layers that only run in the TRAIN phase."""
     if any(rule.HasField("phase") and rule.phase == pb.TRAIN for rule in proto.include):
@@ -92,8 +116,9 @@ def load_net(prototxt: str | Path, caffemodel: str | Path | bytes | None, output
     Raises one ConvertError listing every unsupported layer type.
     """
     net = parse_prototxt(prototxt)
-    weights = {layer.name: [blob_to_numpy(b) for b in layer.blobs] for layer in parse_caffemodel(caffemodel).layer}
-    layers = [Layer(proto, weights.get(proto.name, [])) for proto in net.layer if _active(proto)]
+    weights = {layer.name: [blob_to_numpy(b) for b in layer.blobs]
+               for layer in layers_of(parse_caffemodel(caffemodel))}
+    layers = [Layer(proto, weights.get(proto.name, [])) for proto in layers_of(net) if _active(proto)]
     if outputs is not None:
         layers = _needed(layers, outputs)
     missing: dict[str, list[str]] = {}

@@ -189,3 +189,39 @@ layer { name: "am" type: "ArgMax" bottom: "data" top: "am" argmax_param { axis: 
     check(prototxt, {}, {"data": x}, {"am": refs["am"]}, tmp_path / "a", opencv=False)
     check(prototxt, {}, {"data": x, "ref": ref}, {"crop": refs["crop"]}, tmp_path / "b", mnnpy_runs=False,
           opencv=False)  # mnnpy's runtime has no Crop yet
+
+
+def test_v1_layers(tmp_path: Path) -> None:
+    """Old-format nets (`layers { type: CONVOLUTION }` in the prototxt and V1 layers in the caffemodel)."""
+    from mnnpy.converter.frontends.caffe import caffe_net_pb2 as pb
+
+    x, w, b = _x(1, 3, 6, 6), _x(4, 3, 3, 3), _x(4)
+    prototxt = """
+input: "data"
+input_dim: 1 input_dim: 3 input_dim: 6 input_dim: 6
+layers { name: "conv" type: CONVOLUTION bottom: "data" top: "conv"
+  blobs_lr: 1 convolution_param { num_output: 4 kernel_size: 3 pad: 1 } }
+layers { name: "relu" type: RELU bottom: "conv" top: "conv" }
+layers { name: "pool" type: POOLING bottom: "conv" top: "pool" pooling_param { pool: AVE kernel_size: 2 stride: 2 } }
+"""
+    weights = pb.NetParameter()
+    layer = weights.layers.add(name="conv", type=pb.V1LayerParameter.CONVOLUTION)
+    for arr in (w, b):
+        blob = layer.blobs.add(num=1, channels=1, height=1, width=int(arr.size))
+        if arr.ndim == 4:
+            blob.num, blob.channels, blob.height, blob.width = arr.shape
+        blob.data.extend(arr.ravel().tolist())
+    (tmp_path / "deploy.prototxt").write_text(prototxt)
+    (tmp_path / "w.caffemodel").write_bytes(weights.SerializeToString())
+    graph = load_net(tmp_path / "deploy.prototxt", tmp_path / "w.caffemodel")
+    from mnnpy.converter.passes import run_pipeline
+    from mnnpy.converter.writer import graph_to_net
+    from mnnpy.schema import save_net
+
+    from .caffe_build import run_mnnpy
+
+    run_pipeline(graph)
+    save_net(graph_to_net(graph), tmp_path / "m.mnn")
+    ref = pool(np.maximum(conv(x, w, b, pad=1), 0), 2, 2, 0, "avg")
+    got = run_mnnpy(tmp_path / "m.mnn", {"data": x})["pool"]
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5)
