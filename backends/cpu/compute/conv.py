@@ -6,6 +6,7 @@ All weight work (GEMM packing, Winograd ``G g Gᵀ``, group layouts, scratch and
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -75,5 +76,5 @@ def make_conv2d_kernel(conv: Any, op_type: int, in_shape_nchw: tuple, threads: i
     shape = tuple(int(v) for v in in_shape_nchw)
     params = conv2d_params(conv, op_type, shape, output_hw)
     weight, bias = conv_weights(conv, params)
-    plan = plan_conv2d(params, shape, threads=threads, force=force)
+    plan = replace(plan_conv2d(params, shape, threads=threads, force=force), threads=max(int(threads), 1))
     return _KERNELS[plan.algorithm](params, plan, shape, weight, bias)

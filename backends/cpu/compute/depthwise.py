@@ -6,15 +6,19 @@ Two layouts, chosen at make time so that numpy's innermost loop stays long and c
   weights are pre-broadcast along ow so they coalesce too.
 * stride-x > 1: work on a zero-bordered NHWC copy, where the innermost loop runs over the channels.
 
-Padded lanes carry zero weights and zero bias, so padded output channels stay zero.
+Padded lanes carry zero weights and zero bias, so padded output channels stay zero. With ``numThread`` > 1 the
+output rows are split into that many bands run concurrently, each with its own scratch.
 """
 
 from __future__ import annotations
+
+from functools import partial
 
 import numpy as np
 
 from mnnpy.core.strategy import ConvPlan
 
+from .blas import lane_count, run_lanes
 from .common import COUNTERS, PACK, Conv2DKernel, Conv2DParams, ceil4, copy_pixels, nhwc_view
 
 
@@ -33,6 +37,10 @@ class DepthwiseKernel(Conv2DKernel):
         wp = max(pl + w, (ow - 1) * sw + (kw - 1) * dw + 1)
         packed = np.zeros((kh * kw, cp), dtype=np.float32)
         packed[:, :c] = weight.reshape(c, kh * kw).T
+        # numThread > 1: lanes of contiguous output rows, each with its own scratch
+        lanes = max(1, min(lane_count(plan.threads, 2.0 * n * c * oh * ow * kh * kw), oh))
+        step = -(-oh // lanes)
+        self.row_bands = [(r, min(r + step, oh)) for r in range(0, oh, step)]
         rows = [(i * dh, i * dh + (oh - 1) * sh + 1) for i in range(kh)]
         cols = [(j * dw, j * dw + (ow - 1) * sw + 1) for j in range(kw)]
         self.nc4 = sw == 1
@@ -53,22 +61,37 @@ class DepthwiseKernel(Conv2DKernel):
             self.weights = packed
             self.acc = np.empty((n, oh, ow, cp), dtype=np.float32)
             self.tmp = np.empty_like(self.acc)
+        self.bands = []  # (r0, r1, tap views of those rows, own scratch) per lane
+        for r0, r1 in self.row_bands:
+            if self.nc4:
+                taps = [t[:, :, r0:r1] for t in self.taps]
+                tmp = self.tmp[:, :, : r1 - r0] if len(self.row_bands) == 1 else np.empty_like(self.tmp[:, :, r0:r1])
+            else:
+                taps = [t[:, r0:r1] for t in self.taps]
+                tmp = self.tmp[:, : r1 - r0] if len(self.row_bands) == 1 else np.empty_like(self.tmp[:, r0:r1])
+            self.bands.append((r0, r1, taps, tmp))
         COUNTERS["weight_transforms"] += 1
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out``."""
         if self.acc is None:
             np.copyto(self.interior, x)
-            acc = out
         else:
             copy_pixels(self.interior, x, (0, 2, 3, 1))
-            acc = self.acc
-        np.multiply(self.taps[0], self.weights[0], out=acc)
-        for tap, wt in zip(self.taps[1:], self.weights[1:], strict=True):
-            np.multiply(tap, wt, out=self.tmp)
-            acc += self.tmp
-        if self.acc is None:
-            out += self.bias_view
-            self._activate(out)
+        if len(self.bands) == 1:
+            self._rows(out, *self.bands[0])
         else:
-            self._store_nhwc(acc, out)
+            run_lanes([partial(self._rows, out, *band) for band in self.bands], self.plan.threads)
+        if self.acc is not None:
+            n, oh, ow, cp = self.acc.shape
+            copy_pixels(out, self.acc.reshape(n, oh, ow, cp // PACK, PACK), (0, 3, 1, 2))
+
+    def _rows(self, out: np.ndarray, r0: int, r1: int, taps: list[np.ndarray], tmp: np.ndarray) -> None:
+        """Output rows r0..r1: taps, bias and activation (in NC4HW4 ``out``, or the NHWC accumulator)."""
+        acc = out[:, :, r0:r1] if self.acc is None else self.acc[:, r0:r1]
+        np.multiply(taps[0], self.weights[0], out=acc)
+        for tap, wt in zip(taps[1:], self.weights[1:], strict=True):
+            np.multiply(tap, wt, out=tmp)
+            acc += tmp
+        acc += self.bias_view if self.acc is None else self.bias_row
+        self._activate(acc)

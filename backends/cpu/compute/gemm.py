@@ -8,11 +8,14 @@ MNN would use; leftover rows/columns that do not fit the even split are computed
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from mnnpy.core.strategy import ConvPlan, strassen_split
 
-from .common import COUNTERS, Conv2DKernel, Conv2DParams, ceil4, copy_pixels, gather_groups, scatter_groups
+from .blas import lane_count, run_lanes
+from .common import COUNTERS, PACK, Conv2DKernel, Conv2DParams, ceil4, copy_pixels, gather_groups, scatter_groups
 
 
 def gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
@@ -121,26 +124,39 @@ class Gemm1x1Kernel(Conv2DKernel):
         # 1x1 spatial (MatMul converted to a 1x1 convolution: [M, K, 1, 1]): NC4HW4 [M, K/4, 1, 1, 4] already is
         # the row-major [M, Kp] GEMM operand, and the output likewise, so no layout copies are needed.
         self.flat = (m, cp, ocp) if h * w == 1 and g == 1 else None
+        # numThread > 1: a plain GEMM is split by rows over lanes (bias and activation fused per lane)
+        lanes = lane_count(plan.threads, 2.0 * m * cp * ocp) if g == 1 and self.strassen is None else 1
+        step = -(-m // lanes)
+        self.row_chunks = [(r, min(r + step, m)) for r in range(0, m, step)]
         COUNTERS["weight_transforms"] += 1
+
+    def _gemm_rows(self, x_mat: np.ndarray, y_mat: np.ndarray, r0: int, r1: int) -> None:
+        y = y_mat[r0:r1]
+        np.matmul(x_mat[r0:r1], self.weight, out=y)
+        y += self.bias_row
+        self._activate(y)
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out``."""
-        if self.flat is not None and x.flags.c_contiguous and out.flags.c_contiguous:
+        flat = self.flat is not None and x.flags.c_contiguous and out.flags.c_contiguous
+        if flat:
             m, cp, ocp = self.flat
-            y = out.reshape(m, ocp)
-            if self.strassen is not None:
-                self.strassen(x.reshape(m, cp), self.weight, y)
-            else:
-                np.matmul(x.reshape(m, cp), self.weight, out=y)
-            y += self.bias_row
-            self._activate(y)
-            return
-        copy_pixels(self.x_nhwc, x, (0, 2, 3, 1))
+            x_mat, y_mat = x.reshape(m, cp), out.reshape(m, ocp)
+        else:
+            copy_pixels(self.x_nhwc, x, (0, 2, 3, 1))
+            x_mat, y_mat = self.x_mat, self.y_mat
         if self.x_groups is not None:
             np.matmul(self.x_groups, self.weight, out=self.y_groups)
             scatter_groups(self.y_groups, self.y_mat, self.params.out_channels)
-        elif self.strassen is not None:
-            self.strassen(self.x_mat, self.weight, self.y_mat)
+            self._store_nhwc(self.y, out)
+            return
+        if self.strassen is not None:
+            run_lanes([partial(self.strassen, x_mat, self.weight, y_mat)], self.plan.threads)
+            y_mat += self.bias_row
+            self._activate(y_mat)
         else:
-            np.matmul(self.x_mat, self.weight, out=self.y_mat)
-        self._store_nhwc(self.y, out)
+            run_lanes([partial(self._gemm_rows, x_mat, y_mat, r0, r1) for r0, r1 in self.row_chunks],
+                      self.plan.threads)
+        if not flat:
+            n, h, w, ocp = self.y.shape
+            copy_pixels(out, self.y.reshape(n, h, w, ocp // PACK, PACK), (0, 3, 1, 2))

@@ -10,11 +10,14 @@ store.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from mnnpy.core.strategy import ConvPlan
 
+from .blas import lane_count, run_lanes, split
 from .common import COUNTERS, Conv2DKernel, Conv2DParams, ceil4, copy_pixels, nhwc_view, output_tiles
 
 TILE_BYTES = 4 << 20
@@ -42,32 +45,42 @@ class Im2ColKernel(Conv2DKernel):
         windows = as_strided(self.xp, shape=(g, n, oh, ow, kh, kw, kc),
                              strides=(kc * s_c, s_n, sh * s_h, sw * s_w, dh * s_h, dw * s_w, s_c), writeable=False)
         self.y = np.zeros((n, oh, ow, ocp), dtype=np.float32)
+        lanes = lane_count(plan.threads, 2.0 * n * oh * ow * k_len * on * g)
         tiles = output_tiles(n, oh, g * ow * k_len * 4, TILE_BYTES)
+        if len(tiles) < lanes:  # smaller tiles, so that every lane has one
+            tiles = output_tiles(n, oh, g * ow * k_len * 4, max(1, n * oh * g * ow * k_len * 4 // lanes))
         biggest = max((n1 - n0) * (r1 - r0) * ow for n0, n1, r0, r1 in tiles)
-        cols = np.empty(g * biggest * k_len, dtype=np.float32)
-        grouped = np.empty((g, biggest, on), dtype=np.float32) if g > 1 else None
-        self.steps = []
-        for n0, n1, r0, r1 in tiles:
-            m = (n1 - n0) * (r1 - r0) * ow
-            src = windows[:, n0:n1, r0:r1]
-            dst = cols[: g * m * k_len].reshape(src.shape)
-            y_rows = self.y[n0:n1, r0:r1].reshape(m, ocp)
-            if grouped is None:
-                self.steps.append((dst, src, dst.reshape(m, k_len), y_rows, None))
-            else:
-                scatter = y_rows[:, :oc].reshape(m, g, ocg).transpose(1, 0, 2)
-                self.steps.append((dst, src, dst.reshape(g, m, k_len), grouped[:, :m], scatter))
+        self.lanes = []  # steps per lane; each lane owns its column buffer
+        for lane in split(tiles, lanes):
+            cols = np.empty(g * biggest * k_len, dtype=np.float32)
+            grouped = np.empty((g, biggest, on), dtype=np.float32) if g > 1 else None
+            steps = []
+            for n0, n1, r0, r1 in lane:
+                m = (n1 - n0) * (r1 - r0) * ow
+                src = windows[:, n0:n1, r0:r1]
+                dst = cols[: g * m * k_len].reshape(src.shape)
+                y_rows = self.y[n0:n1, r0:r1].reshape(m, ocp)
+                if grouped is None:
+                    steps.append((dst, src, dst.reshape(m, k_len), y_rows, None))
+                else:
+                    scatter = y_rows[:, :oc].reshape(m, g, ocg).transpose(1, 0, 2)
+                    steps.append((dst, src, dst.reshape(g, m, k_len), grouped[:, :m], scatter))
+            self.lanes.append(steps)
+        self.steps = [step for lane in self.lanes for step in lane]
         packed = np.zeros((g, kh, kw, kc, on), dtype=np.float32)
         packed[:, :, :, :icg, :ocg] = weight.reshape(g, ocg, icg, kh, kw).transpose(0, 3, 4, 2, 1)
         self.weight = packed.reshape(g, k_len, on)[0] if g == 1 else packed.reshape(g, k_len, on)
         COUNTERS["weight_transforms"] += 1
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
-        """Convolve NC4HW4 ``x`` into NC4HW4 ``out``."""
+        """Convolve NC4HW4 ``x`` into NC4HW4 ``out`` (tiles spread over ``numThread`` lanes)."""
         copy_pixels(self.interior, x, (0, 2, 3, 1))
-        for cols, windows, cols_mat, y_rows, scatter in self.steps:
+        run_lanes([partial(self._run_steps, lane) for lane in self.lanes], self.plan.threads)
+        self._store_nhwc(self.y, out)
+
+    def _run_steps(self, steps: list[tuple]) -> None:
+        for cols, windows, cols_mat, y_rows, scatter in steps:
             np.copyto(cols, windows)
             np.matmul(cols_mat, self.weight, out=y_rows)
             if scatter is not None:
                 np.copyto(scatter, y_rows)
-        self._store_nhwc(self.y, out)

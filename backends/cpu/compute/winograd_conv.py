@@ -9,11 +9,13 @@ Per block of tile rows (sized so its scratch stays near ``BLOCK_BYTES``, i.e. in
 4. ``Y = Aᵀ M A`` as two matmuls, bias and activation on ``Y``;
 5. one copy of whole NC4HW4 pixels into the output (through a small stage when the tiles overhang the edge).
 
-All buffers and per-block views are built at make time; ``run`` is a loop over a few blocks of numpy calls.
+All buffers and per-block views are built at make time; ``run`` is a loop over a few blocks of numpy calls. With
+``numThread`` > 1 the blocks are dealt to that many lanes (each with its own scratch) run concurrently.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -21,6 +23,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from mnnpy.core.strategy import ConvPlan
 
+from .blas import lane_count, run_lanes, split
 from .common import COUNTERS, PACK, Conv2DKernel, Conv2DParams, ceil4, copy_pixels, nhwc_view, output_tiles
 from .winograd import default_interp, transform_weights, winograd_matrices
 
@@ -79,17 +82,24 @@ class WinogradKernel(Conv2DKernel):
             self.weight = transform_weights(wg, u, cp, ocp)[0]
         else:
             self.weight = np.ascontiguousarray(transform_weights(wg, u, icg, ocg).transpose(1, 0, 2, 3))
-        blocks = output_tiles(n, th, a * a * tw * max(cp, ocp) * 4, BLOCK_BYTES)
+        lanes = lane_count(plan.threads, 2.0 * n * oh * ow * oc * (c // g) * k * k)
+        row_bytes = a * a * tw * max(cp, ocp) * 4
+        blocks = output_tiles(n, th, row_bytes, BLOCK_BYTES)
+        if len(blocks) < lanes:  # smaller blocks, so that every lane has one
+            blocks = output_tiles(n, th, row_bytes, max(1, n * th * row_bytes // lanes))
         t_max = max((n1 - n0) * (r1 - r0) * tw for n0, n1, r0, r1 in blocks)
-        scratch = {name: np.empty(size, dtype=np.float32) for name, size in
-                   (("d", a * a * t_max * cp), ("e", a * a * t_max * cp), ("v", a * a * t_max * cp),
-                    ("m", a * a * t_max * ocp), ("f", u * a * t_max * ocp), ("y", u * u * t_max * ocp),
-                    ("mg", a * a * t_max * ocp if g > 1 else 0), ("stage", u * u * t_max * ocp))}
-        scratch["m"][:] = 0.0  # padded output channels of a grouped GEMM stay zero
         ones = [x for x in range(a) if np.all(mat_a[x] == 1.0)]  # Aᵀ e_x = 1: bias added to M there reaches all of Y
         self.bias_position = ones[0] * a + ones[0] if ones else None
-        self.blocks = [self._block(scratch, windows, blk, (a, u, tw, cp, ocp, g, c, oc, oh), self.bias_position)
-                       for blk in blocks]
+        dims = (a, u, tw, cp, ocp, g, c, oc, oh)
+        self.lanes = []  # blocks per lane; each lane owns its scratch
+        for lane in split(blocks, lanes):
+            scratch = {name: np.empty(size, dtype=np.float32) for name, size in
+                       (("d", a * a * t_max * cp), ("e", a * a * t_max * cp), ("v", a * a * t_max * cp),
+                        ("m", a * a * t_max * ocp), ("f", u * a * t_max * ocp), ("y", u * u * t_max * ocp),
+                        ("mg", a * a * t_max * ocp if g > 1 else 0), ("stage", u * u * t_max * ocp))}
+            scratch["m"][:] = 0.0  # padded output channels of a grouped GEMM stay zero
+            self.lanes.append([self._block(scratch, windows, blk, dims, self.bias_position) for blk in lane])
+        self.blocks = [b for lane in self.lanes for b in lane]
         COUNTERS["weight_transforms"] += 1
 
     @staticmethod
@@ -121,11 +131,14 @@ class WinogradKernel(Conv2DKernel):
                       y.reshape(u, u, t, ocp), tiles, (n0, n1, r0 * u, row_end), stage)
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
-        """Convolve NC4HW4 ``x`` into NC4HW4 ``out``."""
-        u = self.unit
+        """Convolve NC4HW4 ``x`` into NC4HW4 ``out`` (blocks spread over ``numThread`` lanes)."""
         copy_pixels(self.interior, x, (0, 2, 3, 1))
+        run_lanes([partial(self._run_blocks, lane, out) for lane in self.lanes], self.plan.threads)
+
+    def _run_blocks(self, blocks: list[_Block], out: np.ndarray) -> None:
+        u = self.unit
         ow = out.shape[3]
-        for b in self.blocks:
+        for b in blocks:
             np.copyto(b.d, b.windows)
             np.matmul(self.bt, b.d_mat, out=b.e)
             np.matmul(self.bt, b.e_3d, out=b.v)

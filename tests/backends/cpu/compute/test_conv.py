@@ -257,3 +257,41 @@ def test_gemm1x1_on_matmul_shaped_input(ic: int, oc: int, force: str | None, act
     contiguous = np.empty(packed_shape(kernel.out_shape), np.float32)
     kernel.run(pack_nc4hw4(x), contiguous)
     np.testing.assert_allclose(wide[..., 2:6], contiguous, rtol=1e-6, atol=1e-6)
+
+
+LANE_CASES = [
+    # (force, ic, oc, k, stride, group, x_shape)
+    ("winograd:2", 13, 7, (3, 3), (1, 1), 1, (2, 13, 9, 11)),
+    ("winograd:4", 6, 9, (3, 3), (1, 1), 3, (1, 6, 13, 8)),
+    ("im2col", 13, 7, (3, 3), (2, 2), 1, (2, 13, 9, 11)),
+    ("im2col", 6, 9, (5, 5), (1, 2), 3, (1, 6, 12, 9)),
+    ("gemm1x1", 13, 7, (1, 1), (1, 1), 1, (2, 13, 5, 6)),
+    ("gemm1x1", 13, 7, (1, 1), (1, 1), 1, (37, 13, 1, 1)),
+    ("strassen:1", 16, 16, (1, 1), (1, 1), 1, (1, 16, 8, 8)),
+    ("depthwise", 13, 13, (3, 3), (1, 1), 13, (2, 13, 9, 11)),
+    ("depthwise", 13, 13, (3, 3), (2, 2), 13, (1, 13, 11, 9)),
+]
+
+
+@pytest.mark.parametrize(("force", "ic", "oc", "k", "stride", "group", "x_shape"), LANE_CASES)
+@pytest.mark.parametrize("threads", [2, 3])
+def test_lanes_match_reference(monkeypatch: pytest.MonkeyPatch, force: str, ic: int, oc: int, k: tuple,
+                               stride: tuple, group: int, x_shape: tuple, threads: int) -> None:
+    """numThread > 1 splits the work over lanes (forced on tiny shapes here): same answer as the direct reference."""
+    from mnnpy.backends.cpu.compute import blas
+
+    monkeypatch.setattr(blas, "LANE_MIN_FLOPS", 1.0)
+    conv = make_conv(ic, oc, k, stride=stride, pads=(k[0] // 2,) * 4 if k != (1, 1) else None, group=group,
+                     relu6=True)
+    x = np.random.default_rng(3).standard_normal(x_shape).astype(np.float32)
+    got, kernel = run_kernel(conv, DW if force == "depthwise" else CONV, x, force=force, threads=threads)
+    params = conv2d_params(conv, DW if force == "depthwise" else CONV, x_shape)
+    assert_close(got, reference_conv(x.astype(np.float64), conv, params))
+    lanes = {"winograd": "lanes", "im2col": "lanes", "depthwise": "bands", "gemm1x1": "row_chunks"}
+    name = lanes.get(kernel.plan.algorithm)
+    if name is not None:
+        assert len(getattr(kernel, name)) > 1, "the work was not split"
+    before = blas.get_blas_threads()
+    got_again, _ = run_kernel(conv, DW if force == "depthwise" else CONV, x, force=force, threads=threads)
+    np.testing.assert_array_equal(got, got_again)
+    assert blas.get_blas_threads() == before  # the BLAS pool size is restored after the lanes
