@@ -56,5 +56,5 @@ class UnaryExecution(CLExecution):
         count = y.array.elements
         args = [self.buf(x), self.buf(y), tensor_desc(y), np.int32(code), np.float32(a), np.float32(b),
                 np.int32(count)]
-        self.launch("unary", "unary", args, (count,), key=str(code))
+        self.launch("unary", "unary", args, (count,), options=f"-DUNARY_OP={code}")
 
