@@ -198,6 +198,27 @@ CASES = [
 ]
 
 
+def _scan_body() -> Any:
+    body_nodes = [oh.make_node("Add", ["s_in", "x_t"], ["s_out"]), oh.make_node("Mul", ["s_out", "x_t"], ["y_t"])]
+    return oh.make_graph(body_nodes, "body", [oh.make_tensor_value_info("s_in", F, [3]),
+                                              oh.make_tensor_value_info("x_t", F, [3])],
+                         [oh.make_tensor_value_info("s_out", F, [3]), oh.make_tensor_value_info("y_t", F, [3])])
+
+
+def _branch(op: str) -> Any:
+    return oh.make_graph([oh.make_node(op, ["x", "z"], ["b"])], op, [], [oh.make_tensor_value_info("b", F, [2, 3])])
+
+
+CASES += [
+    case("scan_unrolled", [node("Scan", ["s0", "x"], ["s", "y"], body=_scan_body(), num_scan_inputs=1,
+                                scan_input_directions=[1])], {"x": [4, 3]}, {"s0": rand(3)}, opset=11,
+         outputs=["s", "y"]),
+    case("if_select", [node("ReduceSum", ["x"], ["t"], keepdims=0), node("Greater", ["t", "zero"], ["c"]),
+                       node("If", ["c"], ["y"], then_branch=_branch("Add"), else_branch=_branch("Sub"))],
+         {"x": [2, 3], "z": [2, 3]}, {"zero": np.float32(0)}, opset=11),
+]
+
+
 @pytest.mark.parametrize(("nodes", "shapes", "inits", "opset", "outputs", "positive"), CASES)
 def test_op(nodes: list[Any], shapes: dict[str, list[int]], inits: dict[str, np.ndarray], opset: int,
             outputs: list[Any], positive: bool, tmp_path: Any) -> None:

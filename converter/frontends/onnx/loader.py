@@ -124,14 +124,17 @@ def _convert_node(ctx: Context, onnx: Any, proto: Any, index: int, depth: int = 
             _convert_node(ctx, onnx, inner, i, depth + 1)
 
 
-def convert_subgraph(ctx: Context, graph: Any, prefix: str) -> list[str]:
-    """Convert a control-flow branch's nodes into the main graph (tensors renamed with `prefix`; outer-scope names
-    kept); returns the branch's output names."""
+def convert_subgraph(ctx: Context, graph: Any, prefix: str, bindings: dict[str, str] | None = None) -> list[str]:
+    """Convert a control-flow body's nodes into the main graph (tensors renamed with `prefix`; outer-scope names
+    kept; body inputs named in `bindings` read those tensors instead); returns the body's output names."""
     onnx = _import_onnx()
+    bindings = bindings or {}
     internal = {init.name for init in graph.initializer} | {i.name for i in graph.input}
     internal |= {out for node in graph.node for out in node.output if out}
 
     def rename(name: str) -> str:
+        if name in bindings:
+            return bindings[name]
         return prefix + name if name in internal else name
 
     for init in graph.initializer:

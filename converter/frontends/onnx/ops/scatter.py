@@ -1,4 +1,4 @@
-"""ScatterND, ScatterElements (and the old Scatter), BitShift, and If as branch-inlining + Select."""
+"""ScatterND, ScatterElements (and the old Scatter), BitShift."""
 
 from __future__ import annotations
 
@@ -59,26 +59,3 @@ def bit_shift(ctx: Context, node: OnnxNode, *, direction: str = "LEFT") -> None:
     """BitShift -> BinaryOp LEFTSHIFT / RIGHTSHIFT."""
     operation = BIN.LEFTSHIFT if direction == "LEFT" else BIN.RIGHTSHIFT
     ctx.binary(operation, node.inputs[0], node.inputs[1], node.outputs[0])
-
-
-@onnx_op("If")
-def if_op(ctx: Context, node: OnnxNode, *, then_branch: Any = None, else_branch: Any = None) -> None:
-    """If -> both branches inlined, then Select(cond, then_out, else_out) per output.
-
-    Exact when both branches are side-effect free and their outputs broadcast to one shape; a constant condition
-    keeps only the taken branch.
-    """
-    from ..loader import convert_subgraph
-
-    cond = node.inputs[0]
-    value = ctx.value(cond)
-    if value is not None:
-        taken = then_branch if bool(np.asarray(value).ravel()[0]) else else_branch
-        outs = convert_subgraph(ctx, taken, f"{node.name}__then__")
-        for src, dst in zip(outs, node.outputs, strict=True):
-            ctx.alias(src, dst)
-        return
-    then_outs = convert_subgraph(ctx, then_branch, f"{node.name}__then__")
-    else_outs = convert_subgraph(ctx, else_branch, f"{node.name}__else__")
-    for a, b, dst in zip(then_outs, else_outs, node.outputs, strict=True):
-        ctx.emit(OP.Select, [cond, a, b], [dst])

@@ -1,0 +1,103 @@
+"""Control flow without run-time loops: If as both branches + Select, Scan unrolled over a static length."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from mnnpy.schema import mnn_generated as fb
+
+from ..context import OP, PARAM, Context, OnnxNode
+from ..functions import UseFunctionBody
+from ..registry import onnx_op
+
+
+@onnx_op("If")
+def if_op(ctx: Context, node: OnnxNode, *, then_branch: Any = None, else_branch: Any = None) -> None:
+    """If -> both branches inlined, then Select(cond, then_out, else_out) per output.
+
+    Exact when both branches are side-effect free and their outputs broadcast to one shape; a constant condition
+    keeps only the taken branch.
+    """
+    from ..loader import convert_subgraph
+
+    cond = node.inputs[0]
+    value = ctx.value(cond)
+    if value is not None:
+        taken = then_branch if bool(np.asarray(value).ravel()[0]) else else_branch
+        outs = convert_subgraph(ctx, taken, f"{node.name}__then__")
+        for src, dst in zip(outs, node.outputs, strict=True):
+            ctx.alias(src, dst)
+        return
+    then_outs = convert_subgraph(ctx, then_branch, f"{node.name}__then__")
+    else_outs = convert_subgraph(ctx, else_branch, f"{node.name}__else__")
+    for a, b, dst in zip(then_outs, else_outs, node.outputs, strict=True):
+        ctx.emit(OP.Select, [cond, a, b], [dst])
+
+
+def _slices(ctx: Context, x: str, axis: int, count: int) -> list[str]:
+    """x split into `count` unit slices along `axis`, each with that axis squeezed away."""
+    if count == 1:
+        return [ctx.squeeze(x, [axis])]
+    param = fb.SliceT()
+    param.axis = axis
+    param.sourceType = fb.NetSource.TORCH
+    parts = [ctx.graph.unique_name(f"{x}_t{t}") for t in range(count)]
+    ctx.emit(OP.Slice, [x], parts, PARAM.Slice, param)
+    return [ctx.squeeze(p, [axis]) for p in parts]
+
+
+def _stack(ctx: Context, parts: list[str], axis: int, output: str) -> None:
+    expanded = [ctx.squeeze(p, [axis], unsqueeze=True) for p in parts]
+    if len(expanded) == 1:
+        ctx.alias(expanded[0], output)
+        return
+    param = fb.AxisT()
+    param.axis = axis
+    ctx.emit(OP.Concat, expanded, [output], PARAM.Axis, param)
+
+
+@onnx_op("Scan", since=9)
+def scan(ctx: Context, node: OnnxNode, *, body: Any = None, num_scan_inputs: int = 0,
+         scan_input_axes: list[int] | None = None, scan_input_directions: list[int] | None = None,
+         scan_output_axes: list[int] | None = None, scan_output_directions: list[int] | None = None) -> None:
+    """Scan -> the body converted once per step (static sequence length), states threaded, outputs stacked."""
+    from ..loader import convert_subgraph
+
+    n_state = len(node.inputs) - num_scan_inputs
+    scan_ins = node.inputs[n_state:]
+    in_axes = scan_input_axes or [0] * num_scan_inputs
+    in_dirs = scan_input_directions or [0] * num_scan_inputs
+    lengths = set()
+    for name, axis in zip(scan_ins, in_axes, strict=True):
+        shape = ctx.shape(name)
+        if shape is None or shape[axis] is None:
+            raise UseFunctionBody(f"{node.label()}: needs a static sequence length")
+        lengths.add(int(shape[axis]))
+    if len(lengths) != 1:
+        raise UseFunctionBody(f"{node.label()}: scan inputs disagree on the sequence length")
+    steps = lengths.pop()
+    sliced = []
+    for name, axis, direction in zip(scan_ins, in_axes, in_dirs, strict=True):
+        parts = _slices(ctx, name, axis % max(ctx.need_rank(node, name), 1), steps)
+        sliced.append(parts[::-1] if direction else parts)
+    body_inputs = [i.name for i in body.input]
+    states = list(node.inputs[:n_state])
+    n_scan_out = len(body.output) - n_state
+    collected: list[list[str]] = [[] for _ in range(n_scan_out)]
+    for t in range(steps):
+        bindings = dict(zip(body_inputs, states + [parts[t] for parts in sliced], strict=True))
+        outs = convert_subgraph(ctx, body, f"{node.name}__step{t}__", bindings)
+        states = outs[:n_state]
+        for k, value in enumerate(outs[n_state:]):
+            collected[k].append(value)
+    for k in range(n_state):
+        if k < len(node.outputs) and node.outputs[k]:
+            ctx.alias(states[k], node.outputs[k])
+    out_axes = scan_output_axes or [0] * n_scan_out
+    out_dirs = scan_output_directions or [0] * n_scan_out
+    for k in range(n_scan_out):
+        target = node.outputs[n_state + k] if n_state + k < len(node.outputs) else ""
+        if target:
+            parts = collected[k][::-1] if out_dirs[k] else collected[k]
+            _stack(ctx, parts, out_axes[k], target)
