@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -109,3 +110,11 @@ def report(title: str, stats: list[Stats], missing: list[Missing], diffs: dict[s
             lines.append("pre-inference (load + createSession) ms: "
                          + ", ".join(f"{s.name} {s.load_ms + s.session_ms:.1f}" for s in stats))
     return "\n".join(lines)
+
+
+def to_record(meta: dict[str, Any], stats: list[Stats], missing: list[Missing], diffs: dict[str, float],
+              ops: list[Any]) -> dict[str, Any]:
+    """The bench figures as a JSON-ready dict (``mnnpy bench --json``)."""
+    engines = {s.name: {"median_ms": s.median, "p10_ms": s.p10, "p90_ms": s.p90, "load_ms": s.load_ms,
+                        "session_ms": s.session_ms, "max_rel_diff": diffs.get(s.name)} for s in stats}
+    return {**meta, "engines": engines, "missing": {m.name: m.reason for m in missing}, "ops": [vars(o) for o in ops]}

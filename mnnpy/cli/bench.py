@@ -27,6 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top", type=int, default=25, help="rows of the per-op table (0: all)")
     p.add_argument("--png", default=None, metavar="FILE", help="with --profile: bar chart of the top ops "
                    "(needs matplotlib)")
+    p.add_argument("--json", default=None, metavar="FILE", help="also write the figures (and profile) as JSON")
     p.add_argument("--workdir", default=None, help="where converted models go (default: a temporary folder)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument("--conv-algorithm", default=None, metavar="ALGO",
@@ -34,13 +35,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import json
     import platform
 
     import numpy as np
 
     from mnnpy.bench import threads
     from mnnpy.bench.engines import open_engines, prepare_models, random_inputs
-    from mnnpy.bench.measure import agreement, interleaved, report
+    from mnnpy.bench.measure import agreement, interleaved, report, to_record
     from mnnpy.bench.profile import profile_session, profile_table, write_chart
 
     peers = [p.strip().lower() for p in args.compare.split(",") if p.strip()]
@@ -64,10 +66,15 @@ def run(args: argparse.Namespace) -> int:
                  f"interleaved")
         print(report(title, stats, missing, diffs, models.convert_s))
         ours = next((e for e in engines if e.name == "mnnpy"), None)
+        ops = []
         if args.profile and ours is not None:
             ops = profile_session(ours.session, runs=max(args.runs // 2, 2), warmup=1)
             print(profile_table(ops, top=args.top or None))
             if args.png:
                 why = write_chart(ops, args.png, title=f"mnnpy {Path(args.model).name}, {args.threads} thread(s)")
                 print(why or f"chart written to {args.png}")
+    if args.json:
+        meta = {"model": str(args.model), "threads": args.threads, "runs": args.runs, "warmup": args.warmup,
+                "numpy": np.__version__, "cores": threads.cpu_count()}
+        Path(args.json).write_text(json.dumps(to_record(meta, stats, missing, diffs, ops), indent=1))
     return 0

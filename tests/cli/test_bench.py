@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -103,7 +104,9 @@ def test_mnn_file_runs_without_onnxruntime(tiny: Path, tmp_path: Path, capsys: p
 def test_profile_lists_ops(tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     png = tmp_path / "ops.png"
     assert main(["bench", str(tiny), "--runs", "2", "--warmup", "0", "--compare", "", "--profile",
-                 "--png", str(png)]) == 0
+                 "--png", str(png), "--json", str(tmp_path / "r.json")]) == 0
+    record = json.loads((tmp_path / "r.json").read_text())
+    assert record["engines"]["mnnpy"]["median_ms"] > 0 and len(record["ops"]) >= 4
     out = capsys.readouterr().out
     assert "per-op profile:" in out and "GFLOP/s" in out
     table = out.split("per-op profile:")[1].split("by type/algorithm")[0]
