@@ -1,8 +1,9 @@
 """Shader modules, descriptor-set layouts and compute pipelines, cached per device (MNN: `VulkanPipelineFactory`).
 
-A pipeline is keyed by (shader name, binding count, push-constant bytes, local size). All bindings are storage
-buffers; the 1-D local size is specialization constant 0 (`layout(local_size_x_id = 0) in;`), as in MNN, so the
-same SPIR-V serves every work-group size.
+A pipeline is keyed by (shader name, binding count, push-constant bytes, local size, extra constants). All
+bindings are storage buffers; the 1-D local size is specialization constant 0 (`layout(local_size_x_id = 0) in;`),
+as in MNN, so the same SPIR-V serves every work-group size. Extra int specialization constants take ids 1, 2, ...
+(e.g. the op code of the unary and binary shaders, so the driver compiles only that op's branch).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class PipelineCache:
         self.cache = vk.vkCreatePipelineCache(device, vk.VkPipelineCacheCreateInfo(), None)
         self._modules: dict[str, Any] = {}
         self._set_layouts: dict[int, Any] = {}
-        self._pipelines: dict[tuple[str, int, int, int], Pipeline] = {}
+        self._pipelines: dict[tuple[str, int, int, int, tuple[int, ...]], Pipeline] = {}
 
     def _module(self, name: str) -> Any:
         if name not in self._modules:
@@ -63,9 +64,10 @@ class PipelineCache:
             del entries
         return self._set_layouts[bindings]
 
-    def get(self, name: str, bindings: int, push_bytes: int, local_size: int) -> Pipeline:
-        """The pipeline for a shader, binding count, push-constant size and 1-D local size (created on a miss)."""
-        key = (name, bindings, push_bytes, local_size)
+    def get(self, name: str, bindings: int, push_bytes: int, local_size: int, spec: tuple[int, ...] = ()) -> Pipeline:
+        """The pipeline for a shader, binding count, push-constant size, 1-D local size and extra specialization
+        constants (ids 1, 2, ...), created on a miss."""
+        key = (name, bindings, push_bytes, local_size, tuple(spec))
         found = self._pipelines.get(key)
         if found is not None:
             return found
@@ -77,15 +79,17 @@ class PipelineCache:
                                                     pushConstantRangeCount=1 if push_bytes else 0,
                                                     pPushConstantRanges=push_ranges if push_bytes else None)
         layout = vk.vkCreatePipelineLayout(self.device, layout_info, None)
-        spec_data = vk.ffi.from_buffer(bytearray(struct.pack("<I", local_size)))
-        spec_entry = vk.VkSpecializationMapEntry(constantID=0, offset=0, size=4)
-        spec_entries = [spec_entry]
-        spec = vk.VkSpecializationInfo(mapEntryCount=1, pMapEntries=spec_entries, dataSize=4, pData=spec_data)
+        values = (local_size, *spec)
+        spec_bytes = bytearray(struct.pack(f"<I{len(spec)}i", *values))
+        spec_data = vk.ffi.from_buffer(spec_bytes)
+        spec_entries = [vk.VkSpecializationMapEntry(constantID=i, offset=4 * i, size=4) for i in range(len(values))]
+        spec_info = vk.VkSpecializationInfo(mapEntryCount=len(values), pMapEntries=spec_entries,
+                                            dataSize=len(spec_bytes), pData=spec_data)
         stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=self._module(name),
-                                                   pName="main", pSpecializationInfo=spec)
+                                                   pName="main", pSpecializationInfo=spec_info)
         info = vk.VkComputePipelineCreateInfo(stage=stage, layout=layout)
         handle = vk.vkCreateComputePipelines(self.device, self.cache, 1, [info], None)[0]
-        del spec_data, spec_entry, spec_entries, spec, stage, info, push_range, push_ranges, set_layouts
+        del spec_data, spec_bytes, spec_entries, spec_info, stage, info, push_range, push_ranges, set_layouts
         pipe = Pipeline(name, handle, layout, set_layout, bindings, push_bytes, local_size)
         self._pipelines[key] = pipe
         self.counters["pipelines_created"] += 1

@@ -66,12 +66,13 @@ class VulkanExecution(Execution):
         self.backend.advance(self._end)
 
     def dispatch(self, shader: str, reads: Sequence[Binding], writes: Sequence[Binding], push_fmt: str,
-                 push_values: Sequence[float], items: int) -> None:
-        """Prepare one launch of `shader` over `items` invocations (grid-stride loops cover the rest)."""
+                 push_values: Sequence[float], items: int, spec: tuple[int, ...] = ()) -> None:
+        """Prepare one launch of `shader` over `items` invocations (grid-stride loops cover the rest); `spec` are
+        the shader's int specialization constants 1, 2, ..."""
         push = pack_push(push_fmt, *push_values)
         vdev = self.backend.vdev
         name = f"{shader}_fp16" if self.backend.fp16 else shader
-        pipe = vdev.pipelines.get(name, len(reads) + len(writes), len(push), vdev.group_size())
+        pipe = vdev.pipelines.get(name, len(reads) + len(writes), len(push), vdev.group_size(), spec)
         self._end = self.backend.add_dispatch(pipe, reads, writes, push, items)
         self.launches.append((name, self.backend.dispatches[-1].groups))
 

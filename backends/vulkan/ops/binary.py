@@ -72,4 +72,5 @@ class VulkanBinary(VulkanExecution):
         lo = 0.0 if int(getattr(param, "activationType", 0) or 0) == 1 else -FLT_MAX
         values = (*dims, *sa, *sb, *shader_format(a.desc), *shader_format(b.desc), *shader_format(out.desc),
                   total, int(param.opType), lo, FLT_MAX)
-        self.dispatch("binary", [self.bind(a), self.bind(b)], [self.bind(out)], "20iff", values, total)
+        self.dispatch("binary", [self.bind(a), self.bind(b)], [self.bind(out)], "20iff", values, total,
+                      spec=(int(param.opType),))

@@ -47,5 +47,6 @@ class VulkanEltwise(VulkanExecution):
         for nxt in self.inputs[1:]:
             values = (*dims, *flat, *flat, *shader_format(acc.desc), *shader_format(nxt.desc),
                       *shader_format(out.desc), total, code, -FLT_MAX, FLT_MAX)
-            self.dispatch("binary", [self.bind(acc), self.bind(nxt)], [self.bind(out)], "20iff", values, total)
+            self.dispatch("binary", [self.bind(acc), self.bind(nxt)], [self.bind(out)], "20iff", values, total,
+                          spec=(code,))
             acc = out

@@ -58,4 +58,4 @@ class VulkanUnary(VulkanExecution):
         code, p0, p1 = unary_code(int(self.op.type), self.op)
         c, area = shader_format(x.desc)
         total = x.desc.nbytes // 4
-        self.dispatch("unary", [self.bind(x)], [self.bind(y)], "iiiiff", (total, code, c, area, p0, p1), total)
+        self.dispatch("unary", [self.bind(x)], [self.bind(y)], "iiiff", (total, c, area, p0, p1), total, spec=(code,))

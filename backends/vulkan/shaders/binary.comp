@@ -2,17 +2,18 @@
 #extension GL_GOOGLE_include_directive : require
 #include "types.glsl"
 // Elementwise binary op with numpy broadcasting, in the logical index space (rank <= 4 after dim merging).
-// Op codes are MNN's BinaryOpOperation values; zero strides broadcast an input along a dimension.
+// Op codes (specialization constant 1) are MNN's BinaryOpOperation values; zero strides broadcast an input.
 layout(local_size_x_id = 0) in;
 layout(std430, binding = 0) readonly buffer A { TFLOAT a[]; };
 layout(std430, binding = 1) readonly buffer B { TFLOAT b[]; };
 layout(std430, binding = 2) writeonly buffer Out { TFLOAT o[]; };
+layout(constant_id = 1) const int OP = 0;  // specialization constant: only this op's branch is compiled
 layout(push_constant) uniform Params {
     ivec4 dims;       // output dims (innermost last)
     ivec4 a_stride;   // logical element strides of A per output dim
     ivec4 b_stride;
     ivec4 fmt_ab;     // A C, A area, B C, B area
-    ivec4 fmt_o;      // out C, out area, total, op
+    ivec4 fmt_o;      // out C, out area, total, unused
     float act_min;    // fused clamp of the result
     float act_max;
 } p;
@@ -55,6 +56,6 @@ void main() {
         }
         float x = float(a[phys_index(ia, p.fmt_ab.x, p.fmt_ab.y)]);
         float y = float(b[phys_index(ib, p.fmt_ab.z, p.fmt_ab.w)]);
-        o[phys_index(i, p.fmt_o.x, p.fmt_o.y)] = TFLOAT(clamp(apply(p.fmt_o.w, x, y), p.act_min, p.act_max));
+        o[phys_index(i, p.fmt_o.x, p.fmt_o.y)] = TFLOAT(clamp(apply(OP, x, y), p.act_min, p.act_max));
     }
 }

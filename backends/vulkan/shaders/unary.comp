@@ -1,16 +1,17 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "types.glsl"
-// Elementwise unary op over the physical buffer (same layout in and out). Op codes: MNN's UnaryOpOperation,
+// Elementwise unary op over the physical buffer (same layout in and out). Op codes (specialization constant 1):
+// MNN's UnaryOpOperation,
 // plus 100 = leaky ReLU (param0 = slope), 101 = clamp (ReLU6: param0 = min, param1 = max) and
 // 102 = ELU / Selu (param0 = alpha, param1 = scale).
 // For NC4HW4 the padded channels are written as zero so that later reductions over vec4 stay finite.
 layout(local_size_x_id = 0) in;
 layout(std430, binding = 0) readonly buffer In { TFLOAT x_in[]; };
 layout(std430, binding = 1) writeonly buffer Out { TFLOAT y_out[]; };
+layout(constant_id = 1) const int OP = 0;  // specialization constant: only this op's branch is compiled
 layout(push_constant) uniform Params {
     int total;    // physical element count
-    int op;
     int c;        // channels when NC4HW4, else 0
     int area;
     float param0;
@@ -70,7 +71,7 @@ float apply(int op, float x) {
 
 void main() {
     for (int i = int(gl_GlobalInvocationID.x); i < p.total; i += grid_stride()) {
-        float v = apply(p.op, float(x_in[i]));
+        float v = apply(OP, float(x_in[i]));
         if (p.c > 0) {
             int ch = ((i >> 2) / p.area) % ((p.c + 3) / 4) * 4 + (i & 3);
             if (ch >= p.c) {
