@@ -1,4 +1,10 @@
 // Elementwise binary ops (MNN BinaryOpOperation numbers) with a fused activation (0 none, 1 ReLU, 2 ReLU6).
+// Built with -DBINARY_OP=<code> the op is a compile-time constant (the switch folds, PoCL vectorises).
+#ifdef BINARY_OP
+#define OP_OF(op) BINARY_OP
+#else
+#define OP_OF(op) (op)
+#endif
 
 inline float binary_op(float a, float b, int op) {
     switch (op) {
@@ -25,7 +31,7 @@ __kernel void binary_same(__global const float* a, __global const float* b, __gl
     if (e >= count) {
         return;
     }
-    y[e] = phys_valid(e, desc) ? activate(binary_op(a[e], b[e], op), act) : 0.0f;
+    y[e] = phys_valid(e, desc) ? activate(binary_op(a[e], b[e], OP_OF(op)), act) : 0.0f;
 }
 
 // Broadcast: over logical output elements; meta = dims[rank], a strides[rank], b strides[rank] (0 = broadcast).
@@ -44,7 +50,7 @@ __kernel void binary_bcast(__global const float* a, __global const float* b, __g
         la += c * meta[rank + i];
         lb += c * meta[2 * rank + i];
     }
-    float v = binary_op(a[phys_index(la, adesc)], b[phys_index(lb, bdesc)], op);
+    float v = binary_op(a[phys_index(la, adesc)], b[phys_index(lb, bdesc)], OP_OF(op));
     y[phys_index(l, ydesc)] = activate(v, act);
 }
 

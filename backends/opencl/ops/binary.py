@@ -67,7 +67,7 @@ class BinaryExecution(CLExecution):
         if a.desc == y.desc and b.desc == y.desc:
             count = y.array.elements
             args = [self.buf(a), self.buf(b), self.buf(y), tensor_desc(y), op, act, np.int32(count)]
-            self.launch("binary", "binary_same", args, (count,), key=str(int(op)))
+            self.launch("binary", "binary_same", args, (count,), options=f"-DBINARY_OP={int(op)}")
             return
         if has_channel_tail(y):
             self.fill_zero(y)
@@ -76,4 +76,4 @@ class BinaryExecution(CLExecution):
         count = max(math.prod(y.desc.shape), 1)
         args = [self.buf(a), self.buf(b), self.buf(y), tensor_desc(a), tensor_desc(b), tensor_desc(y), op, act,
                 np.int32(rank), self.constant(meta), np.int32(count)]
-        self.launch("binary", "binary_bcast", args, (count,), key=str(int(op)))
+        self.launch("binary", "binary_bcast", args, (count,), options=f"-DBINARY_OP={int(op)}")

@@ -46,5 +46,5 @@ class EltwiseExecution(CLExecution):
             else:
                 op = np.int32(BINARY_OF[self.op.main.type])
                 args = [acc, self.buf(x), self.buf(y), desc, op, np.int32(0), count]
-                self.launch("binary", "binary_same", args, (int(count),), key=str(int(op)))
+                self.launch("binary", "binary_same", args, (int(count),), options=f"-DBINARY_OP={int(op)}")
             acc = self.buf(y)
