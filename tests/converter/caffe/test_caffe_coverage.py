@@ -9,10 +9,17 @@ REQUIRED = [
     "BatchNorm", "Scale", "Bias", "Eltwise", "Concat", "Slice", "Split", "Softmax", "Dropout", "LRN", "Flatten",
     "Reshape", "Permute", "Normalize", "Interp", "Crop", "Power", "ArgMax",
 ]
-WAITING_FOR_SCHEMA = {"PriorBox", "DetectionOutput"}  # our schema declares their parameter tables empty
 
 
 def test_required_layers_are_registered() -> None:
     missing = sorted(set(REQUIRED) - set(supported_layers()))
     assert not missing, missing
-    assert not WAITING_FOR_SCHEMA & set(supported_layers())
+
+
+def test_ssd_layers_follow_the_schema() -> None:
+    """PriorBox / DetectionOutput register exactly when the schema has MNN's parameter tables for them."""
+    from mnnpy.schema import mnn_generated as fb
+
+    for layer, table, field in (("PriorBox", fb.PriorBoxT, "minSizes"),
+                                ("DetectionOutput", fb.DetectionOutputT, "classCount")):
+        assert (layer in supported_layers()) == hasattr(table(), field)

@@ -82,7 +82,36 @@ def test_res10_heads_match_opencv(res10: Path, tmp_path: Path) -> None:
             assert err <= 1e-3, f"{runner} {name}: max rel diff {err:.3g}"  # official MNN's Winograd: ~2e-4
 
 
-def test_res10_full_net_needs_schema_tables(res10: Path) -> None:
-    with pytest.raises(ConvertError, match="DetectionOutput: detection_out") as info:
-        load_net(res10 / "deploy.prototxt", res10 / "res10.caffemodel")
-    assert "PriorBox" in str(info.value)
+def _detections(rows: np.ndarray, threshold: float = 0.1) -> np.ndarray:
+    """(label, score, x0, y0, x1, y1) rows above `threshold`, best first (OpenCV adds an image-id column)."""
+    rows = np.asarray(rows, np.float64).reshape(-1, rows.shape[-1])[:, -6:]
+    rows = rows[rows[:, 1] > threshold]
+    return rows[np.argsort(-rows[:, 1], kind="stable")]
+
+
+def test_res10_full_net(res10: Path, tmp_path: Path) -> None:
+    """With PriorBox/DetectionOutput tables in the schema: detections equal OpenCV's; without: one clear error."""
+    from mnnpy.schema import mnn_generated as fb
+
+    if not hasattr(fb.PriorBoxT(), "minSizes"):
+        with pytest.raises(ConvertError, match="DetectionOutput: detection_out") as info:
+            load_net(res10 / "deploy.prototxt", res10 / "res10.caffemodel")
+        assert "PriorBox" in str(info.value)
+        return
+    cv2 = pytest.importorskip("cv2", reason="opencv-python-headless not installed")
+    from mnnpy.converter.passes import run_pipeline
+    from mnnpy.converter.writer import graph_to_net
+    from mnnpy.schema import save_net
+    from support import official
+
+    graph = load_net(res10 / "deploy.prototxt", res10 / "res10.caffemodel")
+    run_pipeline(graph)
+    save_net(graph_to_net(graph), tmp_path / "res10.mnn")
+    x = _blob(res10)
+    net = cv2.dnn.readNetFromCaffe(str(res10 / "deploy.prototxt"), str(res10 / "res10.caffemodel"))
+    net.setInput(x)
+    want = _detections(net.forward())
+    got = _detections(official.run(tmp_path / "res10.mnn", {"data": x})["detection_out"])
+    assert len(want) > 0 and got.shape == want.shape
+    np.testing.assert_array_equal(got[:, 0], want[:, 0])
+    np.testing.assert_allclose(got[:, 1:], want[:, 1:], atol=1e-3)
