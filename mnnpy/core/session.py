@@ -18,6 +18,7 @@ from mnnpy.core.geometry import raster as ref_raster
 from mnnpy.core.ir import NCHW, TensorDesc
 from mnnpy.core.pipeline import RASTER, encode, op_type_name
 from mnnpy.core.schedule import Scheduler, _convert_value
+from mnnpy.core.shape._util import np_dtype
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.errors import ModelError
 
@@ -79,19 +80,23 @@ class Session:
         try:
             self.resize()
         except ModelError as exc:
-            if not self._dynamic_inputs():
+            if not any(-1 in r.desc.shape for r in self._input_placeholders().values()):
                 raise
             self.resize_error = exc  # MNN: "Can't run session because not resized"; resizeTensor comes next
 
-    def _dynamic_inputs(self) -> dict[int, TensorRef]:
-        """Input ops whose dims contain -1 and that the user has not resized yet, as placeholder refs."""
+    def _input_placeholders(self) -> dict[int, TensorRef]:
+        """Every input as a ref without memory: declared dims (-1 kept) or the ones given by resizeTensor."""
         out = {}
         for op in self.net.oplists or []:
-            if op.type == fb.OpType.Input and op.main is not None and op.main.dims is not None:
-                dims = tuple(int(d) for d in np.asarray(op.main.dims).ravel())
-                idx = int(np.asarray(op.outputIndexes).ravel()[0])
-                if -1 in dims and idx not in self.input_shapes:
-                    out[idx] = TensorRef(idx, TensorDesc(dims, np.dtype(np.float32), NCHW), self.names[idx])
+            if op.type != fb.OpType.Input:
+                continue
+            p = op.main
+            dims = tuple(int(d) for d in np.asarray(p.dims).ravel()) if p is not None and p.dims is not None else ()
+            idx = int(np.asarray(op.outputIndexes).ravel()[0])
+            shape = self.input_shapes.get(idx, dims)
+            shape = shape.shape if isinstance(shape, TensorDesc) else tuple(shape)
+            dtype = np_dtype(p.dtype) if p is not None else np.dtype(np.float32)
+            out[idx] = TensorRef(idx, TensorDesc(shape, dtype, NCHW), self.names[idx])
         return out
 
     # *** pre-inference ***
@@ -161,7 +166,7 @@ class Session:
     def input_index(self, name: str | None) -> int:
         """Index of an input tensor by name (None: the first input)."""
         if self.graph is None:
-            pending = self._dynamic_inputs()
+            pending = self._input_placeholders()
             if name is None or (name in self.names and self.names.index(name) in pending):
                 return next(iter(pending)) if name is None else self.names.index(name)
         if name is None:
@@ -182,7 +187,7 @@ class Session:
     def input_names(self) -> list[str]:
         """Names of the graph inputs."""
         if self.graph is None:
-            return [self.names[i] for i in self._dynamic_inputs()]
+            return [self.names[i] for i in self._input_placeholders()]
         return [self.names[i] for i in self.graph.inputs]
 
     def output_names(self) -> list[str]:
@@ -192,7 +197,7 @@ class Session:
     def tensor_ref(self, index: int) -> TensorRef:
         """The bound tensor (constants get a ref carrying their value)."""
         if self.graph is None:
-            pending = self._dynamic_inputs()
+            pending = self._input_placeholders()
             if index in pending:
                 return pending[index]
             raise ModelError("session is not resized: call resizeTensor + resizeSession")

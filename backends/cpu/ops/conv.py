@@ -35,6 +35,12 @@ class Convolution(CPUExecution):
             force = force.get(self.op.name)
         threads = int(self.backend.config.get("numThread", 1) or 1)
         shape = self.x.desc.shape
+        if len(shape) == 3:  # [N, C, H] runs as [N, C, H, 1]
+            shape = (*shape, 1)
+        self.x_view = self.x.array.reshape(*self.x.array.shape[:3], 1, 4) if len(self.x.desc.shape) == 3 \
+            else self.x.array
+        self.y_view = self.y.array.reshape(*self.y.array.shape[:3], 1, 4) if len(self.y.desc.shape) == 3 \
+            else self.y.array
         key = (id(main), self.op.type, shape, str(force), threads)
         cached = self.backend.kernel_cache.get(key)
         if cached is not None and cached[0] is main:
@@ -52,12 +58,12 @@ class Convolution(CPUExecution):
             raise ModelError(f"op {self.op.name!r}: {exc}") from exc
         session.COUNTERS["weight_transforms"] += 1
         self.backend.kernel_cache[key] = (main, self.kernel)
-        if tuple(self.kernel.out_shape) != self.y.desc.shape:
+        if tuple(self.kernel.out_shape)[: len(self.y.desc.shape)] != self.y.desc.shape:
             raise ModelError(f"op {self.op.name!r}: kernel output {self.kernel.out_shape} != {self.y.desc.shape}")
         self.algorithm = self.kernel.plan.algorithm
 
     def on_execute(self) -> None:
-        self.kernel.run(self.x.array, self.y.array)
+        self.kernel.run(self.x_view, self.y_view)
 
     def info(self) -> dict[str, Any]:
         plan = self.kernel.plan

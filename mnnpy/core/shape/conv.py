@@ -36,8 +36,13 @@ def conv_out_size(size: int, k: int, s: int, d: int, pad_b: int, pad_e: int, mod
 def conv(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
     c = op.main.common
     x = descs[0]
+    if len(x.shape) == 3:  # MNN reads a 3-D tensor as [N, C, H] with W = 1 (converted Conv1D) and keeps rank 3
+        full = conv(op, [x.with_(shape=(*x.shape, 1))], values)[0]
+        if full.shape[3] != 1:
+            raise ModelError(f"op {op.name!r}: 3-D input {x.shape} needs a kernel of width 1")
+        return [full.with_(shape=full.shape[:3])]
     if len(x.shape) != 4:
-        raise ModelError(f"op {op.name!r}: convolution input must be 4-D, got {x.shape}")
+        raise ModelError(f"op {op.name!r}: convolution input must be 3-D or 4-D, got {x.shape}")
     if x.shape[1] != c.inputCount and c.inputCount > 0 and op.type == OT.Convolution:
         raise ModelError(f"op {op.name!r}: input has {x.shape[1]} channels, the weights expect {c.inputCount}")
     top, left, bottom, right = _pads(c)

@@ -204,3 +204,9 @@ def test_gather_scatter_family(e2e: Any) -> None:
 def test_lrn(e2e: Any) -> None:
     model = node_model("LRN", (1, 13, 5, 4), dict(size=5, alpha=0.01, beta=0.75, bias=2.0))
     e2e.check(model, {"x": f32(1, 13, 5, 4) * 4}, official=True)
+
+
+def test_conv1d(e2e: Any) -> None:
+    consts = {"w": f32(6, 3, 5), "b": f32(6)}
+    model = node_model("Conv", (2, 3, 17), dict(kernel_shape=[5], strides=[2], pads=[2, 2]), consts, ("w", "b"))
+    e2e.check(model, {"x": f32(2, 3, 17)})

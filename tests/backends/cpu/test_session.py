@@ -247,3 +247,32 @@ def test_release_session_frees_memory_at_once(resnet: tuple) -> None:
     assert freed > 0.8 * s.info()["memory"]["arena_bytes"], (held, freed)
     with pytest.raises(ModelError):
         interp.getSessionOutput(s).getNumpyData()
+
+
+def test_three_d_convolution_input() -> None:
+    """MNN reads a 3-D conv input as [N, C, H] with W = 1 (converted Conv1D inside subgraphs) and keeps rank 3."""
+    rng = np.random.default_rng(14)
+    nb = NetBuilder()
+    nb.input("x", (2, 3, 17))
+    p = fb.TensorConvertInfoT()
+    p.source, p.dest = 0, 2
+    nb.op(fb.OpType.ConvertTensor, ["x"], ["xc"], fb.OpParameter.TensorConvertInfo, p)
+    conv = fb.Convolution2DT()
+    conv.common = fb.Convolution2DCommonT()
+    c = conv.common
+    c.kernelX, c.kernelY, c.strideX, c.strideY, c.padX, c.padY = 1, 5, 1, 2, 0, 2
+    c.dilateX = c.dilateY = c.group = 1
+    c.inputCount, c.outputCount, c.pads = 3, 6, [2, 0, 2, 0]
+    w = rng.standard_normal((6, 3, 5, 1)).astype(np.float32)
+    conv.weight, conv.bias = w.ravel(), np.zeros(6, np.float32)
+    nb.op(fb.OpType.Convolution, ["xc"], ["y"], fb.OpParameter.Convolution2D, conv)
+    nb.outputs("y")
+    s = Session(nb.net)
+    x = rng.standard_normal((2, 3, 17)).astype(np.float32)
+    s.write(s.input_index("x"), x)
+    s.run()
+    xp = np.pad(x, [(0, 0), (0, 0), (2, 2)])
+    want = np.stack([np.einsum("nck,ock->no", xp[:, :, 2 * i: 2 * i + 5], w[..., 0]) for i in range(9)], axis=-1)
+    got = s.read(s.output_index("y"))
+    assert got.shape == (2, 6, 9)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
