@@ -19,6 +19,8 @@ from mnnpy.core.backend import TensorRef
 from mnnpy.core.geometry.raster import is_full
 from mnnpy.core.ir import NHWC, Region
 
+RASTER_CHUNK = 16  # elements of a row per invocation (CHUNK in raster.comp)
+
 
 def regions_of(op: Any) -> list[Region]:
     """The regions of a Raster command: `op` is a RasterSpec / Command (with `.regions`) or a sequence of Regions."""
@@ -87,9 +89,10 @@ class VulkanRaster(VulkanExecution):
             if min(r.size) <= 0:
                 continue
             src_ref = self.inputs[origin_position(r, self.inputs)]
-            values = (r.src.offset, *r.src.stride, r.dst.offset, *r.dst.stride, *r.size, r.count,
+            items = r.size[0] * r.size[1] * -(-r.size[2] // RASTER_CHUNK)
+            values = (r.src.offset, *r.src.stride, r.dst.offset, *r.dst.stride, *r.size, items,
                       *shader_format(src_ref.desc), *dst_fmt)
-            self.dispatch("raster", [self.bind(src_ref)], [dst], "16i", values, r.count)
+            self.dispatch("raster", [self.bind(src_ref)], [dst], "16i", values, items)
         for g in getattr(self.op, "gathers", None) or []:
             count = int(g.src_idx.size)
             if count == 0:

@@ -87,7 +87,7 @@ def test_grid_stride_covers_more_than_the_group_limit(run_op: Any, vk_runtime: A
     n = 200_000  # with 1-wide work groups this needs more than maxComputeWorkGroupCount[0] = 65535 groups
     monkeypatch.setattr(vk_runtime.device, "group_size", lambda: 1)
     x = RNG.standard_normal((1, n)).astype(np.float32)
-    region = Region(View(n - 1, (0, 0, -1)), View(0, (0, 0, 1)), (1, 1, n), 0)  # reverse
+    region = Region(View(n - 1, (0, -1, 1)), View(0, (0, 1, 1)), (1, n, 1), 0)  # reverse, n rows of 1 element
     runner = run_op(fb.OpType.Raster, [region], [(x, "NCHW")], [TensorDesc((1, n), np.float32, "NCHW")])
     limit = vk_runtime.device.limits.max_group_count[0]
     assert runner.backend.dispatches[-1].groups == min(limit, 65535) < n
