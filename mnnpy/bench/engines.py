@@ -284,16 +284,19 @@ def open_engines(models: Models, names: list[str], threads: int, backend: str = 
             missing.append(Missing(name, models.errors[name]))
             continue
         try:
-            if name == "mnnpy":
-                engines.append(MnnpyEngine(models.mnnpy, threads, backend, config))
-            elif name == "ort":
-                engines.append(OrtEngine(models.onnx, threads))
-            elif name == "mnn":
-                engines.append(MnnEngine(models.mnnpy, threads))
-            elif name == "mnn-cvt":
-                engines.append(MnnEngine(models.official, threads, name))
-            else:
+            path = {"mnnpy": models.mnnpy, "ort": models.onnx, "mnn": models.mnnpy, "mnn-cvt": models.official}
+            if name not in path:
                 missing.append(Missing(name, f"unknown engine (known: {', '.join(ENGINES)})"))
+                continue
+            source = path[name]
+            if source is None:
+                missing.append(Missing(name, "no model file for it"))
+            elif name == "mnnpy":
+                engines.append(MnnpyEngine(source, threads, backend, config))
+            elif name == "ort":
+                engines.append(OrtEngine(source, threads))
+            else:
+                engines.append(MnnEngine(source, threads, name))
         except ImportError as exc:
             missing.append(Missing(name, f"not installed ({exc.name or exc})"))
         except Exception as exc:

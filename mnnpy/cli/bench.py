@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from mnnpy.bench import threads
-    from mnnpy.bench.engines import open_engines, prepare_models, random_inputs
+    from mnnpy.bench.engines import MnnpyEngine, open_engines, prepare_models, random_inputs
     from mnnpy.bench.measure import agreement, interleaved, report, to_record
     from mnnpy.bench.profile import profile_session, profile_table, write_chart
 
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         title = (f"{Path(args.model).name}: {args.threads} thread(s), {args.runs} runs after {args.warmup} warm-up, "
                  f"interleaved")
         print(report(title, stats, missing, diffs, models.convert_s))
-        ours = next((e for e in engines if e.name == "mnnpy"), None)
+        ours = next((e for e in engines if isinstance(e, MnnpyEngine)), None)
         ops = []
         if args.profile and ours is not None:
             ops = profile_session(ours.session, runs=max(args.runs // 2, 2), warmup=1)

@@ -36,15 +36,22 @@ E_PACK, L_PACK, H_PACK, PACK = 16, 1, 4, 4
 
 
 class ConvShape(Protocol):
-    """What the planner reads from ``backends.cpu.compute.conv.Conv2DParams``."""
+    """What the planner reads from ``backends.cpu.compute.conv.Conv2DParams`` (read-only)."""
 
-    kernel: tuple[int, int]
-    stride: tuple[int, int]
-    dilation: tuple[int, int]
-    group: int
-    in_channels: int
-    out_channels: int
-    transposed: bool
+    @property
+    def kernel(self) -> tuple[int, int]: ...
+    @property
+    def stride(self) -> tuple[int, int]: ...
+    @property
+    def dilation(self) -> tuple[int, int]: ...
+    @property
+    def group(self) -> int: ...
+    @property
+    def in_channels(self) -> int: ...
+    @property
+    def out_channels(self) -> int: ...
+    @property
+    def transposed(self) -> bool: ...
 
 
 @dataclass(frozen=True)

@@ -101,7 +101,7 @@ def conv2d_params(conv: Any, op_type: int, in_shape_nchw: tuple[int, ...],
     elif c.padMode == PAD_VALID:
         pads = (0, 0, 0, 0)
     elif c.pads is not None and len(c.pads) == 4:
-        pads = tuple(int(p) for p in c.pads)
+        pads = (int(c.pads[0]), int(c.pads[1]), int(c.pads[2]), int(c.pads[3]))
     elif c.pads is not None and len(c.pads) == 2:
         pads = (int(c.pads[0]), int(c.pads[1]), int(c.pads[0]), int(c.pads[1]))
     else:

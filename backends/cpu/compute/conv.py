@@ -6,6 +6,7 @@ All weight work (GEMM packing, Winograd ``G g Gᵀ``, group layouts, scratch and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -24,7 +25,7 @@ from .winograd_conv import WinogradKernel
 __all__ = ["COUNTERS", "Conv2DKernel", "Conv2DParams", "ConvPlan", "conv2d_output_shape", "conv2d_params",
            "conv_weights", "make_conv2d_kernel"]
 
-_KERNELS: dict[str, type[Conv2DKernel]] = {
+_KERNELS: dict[str, Callable[..., Conv2DKernel]] = {
     "gemm1x1": Gemm1x1Kernel, "strassen": Gemm1x1Kernel, "winograd": WinogradKernel, "im2col": Im2ColKernel,
     "depthwise": DepthwiseKernel, "deconv": DeconvKernel,
 }

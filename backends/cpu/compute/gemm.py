@@ -139,13 +139,13 @@ class Gemm1x1Kernel(Conv2DKernel):
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out``."""
         flat = self.flat is not None and x.flags.c_contiguous and out.flags.c_contiguous
-        if flat:
+        if flat and self.flat is not None:
             m, cp, ocp = self.flat
             x_mat, y_mat = x.reshape(m, cp), out.reshape(m, ocp)
         else:
             copy_pixels(self.x_nhwc, x, (0, 2, 3, 1))
             x_mat, y_mat = self.x_mat, self.y_mat
-        if self.x_groups is not None:
+        if self.x_groups is not None and self.y_groups is not None:
             np.matmul(self.x_groups, self.weight, out=self.y_groups)
             scatter_groups(self.y_groups, self.y_mat, self.params.out_channels)
             self._store_nhwc(self.y, out)

@@ -11,6 +11,7 @@ store.
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -54,7 +55,7 @@ class Im2ColKernel(Conv2DKernel):
         for lane in split(tiles, lanes):
             cols = np.empty(g * biggest * k_len, dtype=np.float32)
             grouped = np.empty((g, biggest, on), dtype=np.float32) if g > 1 else None
-            steps = []
+            steps: list[tuple[Any, ...]] = []
             for n0, n1, r0, r1 in lane:
                 m = (n1 - n0) * (r1 - r0) * ow
                 src = windows[:, n0:n1, r0:r1]
@@ -78,7 +79,7 @@ class Im2ColKernel(Conv2DKernel):
         run_lanes([partial(self._run_steps, lane) for lane in self.lanes], self.plan.threads)
         self._store_nhwc(self.y, out)
 
-    def _run_steps(self, steps: list[tuple]) -> None:
+    def _run_steps(self, steps: list[tuple[Any, ...]]) -> None:
         for cols, windows, cols_mat, y_rows, scatter in steps:
             np.copyto(cols, windows)
             np.matmul(cols_mat, self.weight, out=y_rows)

@@ -76,8 +76,8 @@ def winograd_matrices(m: int, r: int, interp: Fraction = Fraction(1)) -> tuple[n
                 prod *= p - q
         f.append(abs(prod) if i == 0 else prod)
     f.append(Fraction(1))
-    interp = _invert(evaluation(alpha))  # maps [h(a_0..), lead] -> coefficients of h
-    bt = [[interp[j][i] * f[i] for j in range(alpha)] for i in range(alpha)]  # row i of Bᵀ scaled by f_i
+    inverse = _invert(evaluation(alpha))  # maps [h(a_0..), lead] -> coefficients of h
+    bt = [[inverse[j][i] * f[i] for j in range(alpha)] for i in range(alpha)]  # row i of Bᵀ scaled by f_i
     g = [[v / f[i] for v in row] for i, row in enumerate(evaluation(r))]
     out = []
     for mat in (evaluation(m), [list(col) for col in zip(*bt, strict=True)], g):

@@ -113,6 +113,8 @@ class WinogradKernel(Conv2DKernel):
         e = scratch["e"][: a * a * t * cp].reshape(a, a * t * cp)
         v = scratch["v"][: a * a * t * cp].reshape(a, a, t * cp)
         m = scratch["m"][: a * a * t * ocp].reshape(a * a, t, ocp)
+        v_groups: np.ndarray
+        m_groups: np.ndarray
         if g == 1:
             v_groups, m_groups, m_scatter = v.reshape(a * a, t, cp), m, None
         else:
