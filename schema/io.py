@@ -18,6 +18,7 @@ from . import mnn_generated as fb
 from .errors import ModelError
 from .layout_generated import LAYOUT
 from .verify import verify_buffer
+from .walk import fields, visit
 
 _OPTYPES = frozenset(LAYOUT["enums"]["OpType"]["values"].values())
 _OPNAMES = {v: k for k, v in LAYOUT["enums"]["OpType"]["values"].items()}
@@ -54,7 +55,7 @@ def load_net(model: bytes | bytearray | memoryview | PathLike) -> fb.NetT:
         net = fb.NetT.InitFromPackedBuf(buf, 0)
     except Exception as exc:  # the verifier should make this unreachable; never let a raw error escape
         raise ModelError(f"{source}: cannot decode Net: {type(exc).__name__}: {exc}") from exc
-    _visit(net, "Net", _decode_strings)
+    visit(net, "Net", _decode_strings)
     check_net(net, source)
     return net
 
@@ -132,30 +133,12 @@ def check_net(net: fb.NetT, source: str = "<net>") -> None:
                 raise ModelError(f"{where}: {role} {idx} out of range (tensors: {n_sub})")
 
 
-def _visit(obj: Any, table: str, fn: Any) -> None:
-    """Call `fn(obj, table)` on `obj` and on every table object below it (sub-tables, union values, vectors)."""
-    fn(obj, table)
-    for fname, kind in LAYOUT["tables"][table]:
-        value = getattr(obj, fname, None)
-        if value is None:
-            continue
-        if kind[0] == "table":
-            _visit(value, kind[1], fn)
-        elif kind[0] == "union":
-            member = LAYOUT["unions"][kind[1]][getattr(obj, fname + "Type", 0)]
-            if member != "NONE":
-                _visit(value, member, fn)
-        elif kind[0] == "vector" and kind[1][0] == "table":
-            for item in value:
-                _visit(item, kind[1][1], fn)
-
-
 def _decode_strings(obj: Any, table: str) -> None:
     """flatc decodes single strings for the object API but leaves `[string]` items as bytes: decode those too."""
-    for fname, kind in LAYOUT["tables"][table]:
-        value = getattr(obj, fname, None)
+    for _, attr, kind in fields(table):
+        value = getattr(obj, attr, None)
         if value is not None and kind == ("vector", ("string",)):
-            setattr(obj, fname, [v.decode("utf-8") if isinstance(v, bytes) else v for v in value])
+            setattr(obj, attr, [v.decode("utf-8") if isinstance(v, bytes) else v for v in value])
 
 
 def _coerce(obj: Any, table: str) -> None:
@@ -165,8 +148,8 @@ def _coerce(obj: Any, table: str) -> None:
     would be written as doubles and read back as twice as many garbage floats. Lists of numbers are also turned
     into arrays here, which packs them in one copy instead of one Prepend call per element.
     """
-    for fname, kind in LAYOUT["tables"][table]:
-        value = getattr(obj, fname, None)
+    for fname, attr, kind in fields(table):
+        value = getattr(obj, attr, None)
         if value is None or kind[0] != "vector" or kind[1][0] not in ("scalar", "enum"):
             continue
         want = np.dtype(_NP[kind[1][1]])
@@ -176,12 +159,12 @@ def _coerce(obj: Any, table: str) -> None:
             if arr.dtype.kind in "iub" and not np.array_equal(cast, arr):
                 raise ModelError(f"{table}.{fname}: values do not fit {want.name}")
             arr = cast
-        setattr(obj, fname, np.ascontiguousarray(arr.ravel()))
+        setattr(obj, attr, np.ascontiguousarray(arr.ravel()))
 
 
 def net_to_bytes(net: fb.NetT) -> bytes:
     """Serialise a `NetT` to `.mnn` bytes (root `Net`, no file identifier, as MNN writes)."""
-    _visit(net, "Net", _coerce)
+    visit(net, "Net", _coerce)
     builder = flatbuffers.Builder(1 << 16)
     builder.Finish(net.Pack(builder))
     return bytes(builder.Output())

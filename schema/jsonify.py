@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from .layout_generated import LAYOUT
+from .walk import fields, union_member
 
 _ENUM_NAMES = {e: {v: k for k, v in spec["values"].items()} for e, spec in LAYOUT["enums"].items()}
 
@@ -45,17 +46,17 @@ def to_dict(obj: Any, table: str, limit: int | None = None) -> dict:
         limit: if set, numeric vectors longer than this become `{"count": n, "head": [...]}` (for readable dumps).
     """
     out: dict[str, Any] = {}
-    for fname, kind in LAYOUT["tables"][table]:
+    for name, attr, kind in fields(table):
         if kind[0] == "union_type":
             continue
-        value = getattr(obj, fname, None)
+        value = getattr(obj, attr, None)
         if value is None:
             continue
         if kind[0] == "union":
-            member = LAYOUT["unions"][kind[1]][getattr(obj, fname + "Type", 0)]
-            out[f"{fname}_type"] = member
+            member = union_member(obj, table, name, kind[1])
+            out[f"{name}_type"] = member
             if member != "NONE":
-                out[fname] = to_dict(value, member, limit)
+                out[name] = to_dict(value, member, limit)
             continue
-        out[fname] = _convert(value, kind, limit)
+        out[name] = _convert(value, kind, limit)
     return out

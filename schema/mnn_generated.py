@@ -8212,6 +8212,580 @@ class LSTMT(object):
         return lstm
 
 
+class DetectionOutput(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = DetectionOutput()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsDetectionOutput(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # DetectionOutput
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # DetectionOutput
+    def ClassCount(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # DetectionOutput
+    def NmsThresholdold(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 0.0
+
+    # DetectionOutput
+    def NmsTopK(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # DetectionOutput
+    def KeepTopK(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # DetectionOutput
+    def ConfidenceThreshold(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 0.0
+
+    # DetectionOutput
+    def ShareLocation(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(14))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # DetectionOutput
+    def BackgroundLable(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # DetectionOutput
+    def VarianceEncodedTarget(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # DetectionOutput
+    def CodeType(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # DetectionOutput
+    def ObjectnessScore(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(22))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 0.01
+
+def DetectionOutputStart(builder):
+    builder.StartObject(10)
+
+def DetectionOutputAddClassCount(builder, classCount):
+    builder.PrependInt32Slot(0, classCount, 0)
+
+def DetectionOutputAddNmsThresholdold(builder, nmsThresholdold):
+    builder.PrependFloat32Slot(1, nmsThresholdold, 0.0)
+
+def DetectionOutputAddNmsTopK(builder, nmsTopK):
+    builder.PrependInt32Slot(2, nmsTopK, 0)
+
+def DetectionOutputAddKeepTopK(builder, keepTopK):
+    builder.PrependInt32Slot(3, keepTopK, 0)
+
+def DetectionOutputAddConfidenceThreshold(builder, confidenceThreshold):
+    builder.PrependFloat32Slot(4, confidenceThreshold, 0.0)
+
+def DetectionOutputAddShareLocation(builder, shareLocation):
+    builder.PrependInt32Slot(5, shareLocation, 0)
+
+def DetectionOutputAddBackgroundLable(builder, backgroundLable):
+    builder.PrependInt32Slot(6, backgroundLable, 0)
+
+def DetectionOutputAddVarianceEncodedTarget(builder, varianceEncodedTarget):
+    builder.PrependInt32Slot(7, varianceEncodedTarget, 0)
+
+def DetectionOutputAddCodeType(builder, codeType):
+    builder.PrependInt32Slot(8, codeType, 0)
+
+def DetectionOutputAddObjectnessScore(builder, objectnessScore):
+    builder.PrependFloat32Slot(9, objectnessScore, 0.01)
+
+def DetectionOutputEnd(builder):
+    return builder.EndObject()
+
+
+
+class DetectionOutputT(object):
+
+    # DetectionOutputT
+    def __init__(
+        self,
+        classCount = 0,
+        nmsThresholdold = 0.0,
+        nmsTopK = 0,
+        keepTopK = 0,
+        confidenceThreshold = 0.0,
+        shareLocation = 0,
+        backgroundLable = 0,
+        varianceEncodedTarget = 0,
+        codeType = 0,
+        objectnessScore = 0.01,
+    ):
+        self.classCount = classCount  # type: int
+        self.nmsThresholdold = nmsThresholdold  # type: float
+        self.nmsTopK = nmsTopK  # type: int
+        self.keepTopK = keepTopK  # type: int
+        self.confidenceThreshold = confidenceThreshold  # type: float
+        self.shareLocation = shareLocation  # type: int
+        self.backgroundLable = backgroundLable  # type: int
+        self.varianceEncodedTarget = varianceEncodedTarget  # type: int
+        self.codeType = codeType  # type: int
+        self.objectnessScore = objectnessScore  # type: float
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        detectionOutput = DetectionOutput()
+        detectionOutput.Init(buf, pos)
+        return cls.InitFromObj(detectionOutput)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, detectionOutput):
+        x = DetectionOutputT()
+        x._UnPack(detectionOutput)
+        return x
+
+    # DetectionOutputT
+    def _UnPack(self, detectionOutput):
+        if detectionOutput is None:
+            return
+        self.classCount = detectionOutput.ClassCount()
+        self.nmsThresholdold = detectionOutput.NmsThresholdold()
+        self.nmsTopK = detectionOutput.NmsTopK()
+        self.keepTopK = detectionOutput.KeepTopK()
+        self.confidenceThreshold = detectionOutput.ConfidenceThreshold()
+        self.shareLocation = detectionOutput.ShareLocation()
+        self.backgroundLable = detectionOutput.BackgroundLable()
+        self.varianceEncodedTarget = detectionOutput.VarianceEncodedTarget()
+        self.codeType = detectionOutput.CodeType()
+        self.objectnessScore = detectionOutput.ObjectnessScore()
+
+    # DetectionOutputT
+    def Pack(self, builder):
+        DetectionOutputStart(builder)
+        DetectionOutputAddClassCount(builder, self.classCount)
+        DetectionOutputAddNmsThresholdold(builder, self.nmsThresholdold)
+        DetectionOutputAddNmsTopK(builder, self.nmsTopK)
+        DetectionOutputAddKeepTopK(builder, self.keepTopK)
+        DetectionOutputAddConfidenceThreshold(builder, self.confidenceThreshold)
+        DetectionOutputAddShareLocation(builder, self.shareLocation)
+        DetectionOutputAddBackgroundLable(builder, self.backgroundLable)
+        DetectionOutputAddVarianceEncodedTarget(builder, self.varianceEncodedTarget)
+        DetectionOutputAddCodeType(builder, self.codeType)
+        DetectionOutputAddObjectnessScore(builder, self.objectnessScore)
+        detectionOutput = DetectionOutputEnd(builder)
+        return detectionOutput
+
+
+class PriorBox(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = PriorBox()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsPriorBox(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # PriorBox
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # PriorBox
+    def MinSizes(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 4))
+        return 0
+
+    # PriorBox
+    def MinSizesAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Float32Flags, o)
+        return 0
+
+    # PriorBox
+    def MinSizesLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # PriorBox
+    def MinSizesIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        return o == 0
+
+    # PriorBox
+    def MaxSizes(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 4))
+        return 0
+
+    # PriorBox
+    def MaxSizesAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Float32Flags, o)
+        return 0
+
+    # PriorBox
+    def MaxSizesLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # PriorBox
+    def MaxSizesIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        return o == 0
+
+    # PriorBox
+    def AspectRatios(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 4))
+        return 0
+
+    # PriorBox
+    def AspectRatiosAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Float32Flags, o)
+        return 0
+
+    # PriorBox
+    def AspectRatiosLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # PriorBox
+    def AspectRatiosIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        return o == 0
+
+    # PriorBox
+    def Variances(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 4))
+        return 0
+
+    # PriorBox
+    def VariancesAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Float32Flags, o)
+        return 0
+
+    # PriorBox
+    def VariancesLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # PriorBox
+    def VariancesIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        return o == 0
+
+    # PriorBox
+    def Flip(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+    # PriorBox
+    def Clip(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(14))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+    # PriorBox
+    def ImageWidth(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # PriorBox
+    def ImageHeight(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # PriorBox
+    def StepWidth(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # PriorBox
+    def StepHeight(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(22))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # PriorBox
+    def Offset(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(24))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 0.0
+
+def PriorBoxStart(builder):
+    builder.StartObject(11)
+
+def PriorBoxAddMinSizes(builder, minSizes):
+    builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(minSizes), 0)
+
+def PriorBoxStartMinSizesVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
+
+def PriorBoxAddMaxSizes(builder, maxSizes):
+    builder.PrependUOffsetTRelativeSlot(1, flatbuffers.number_types.UOffsetTFlags.py_type(maxSizes), 0)
+
+def PriorBoxStartMaxSizesVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
+
+def PriorBoxAddAspectRatios(builder, aspectRatios):
+    builder.PrependUOffsetTRelativeSlot(2, flatbuffers.number_types.UOffsetTFlags.py_type(aspectRatios), 0)
+
+def PriorBoxStartAspectRatiosVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
+
+def PriorBoxAddVariances(builder, variances):
+    builder.PrependUOffsetTRelativeSlot(3, flatbuffers.number_types.UOffsetTFlags.py_type(variances), 0)
+
+def PriorBoxStartVariancesVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
+
+def PriorBoxAddFlip(builder, flip):
+    builder.PrependBoolSlot(4, flip, 0)
+
+def PriorBoxAddClip(builder, clip):
+    builder.PrependBoolSlot(5, clip, 0)
+
+def PriorBoxAddImageWidth(builder, imageWidth):
+    builder.PrependInt32Slot(6, imageWidth, 0)
+
+def PriorBoxAddImageHeight(builder, imageHeight):
+    builder.PrependInt32Slot(7, imageHeight, 0)
+
+def PriorBoxAddStepWidth(builder, stepWidth):
+    builder.PrependInt32Slot(8, stepWidth, 0)
+
+def PriorBoxAddStepHeight(builder, stepHeight):
+    builder.PrependInt32Slot(9, stepHeight, 0)
+
+def PriorBoxAddOffset(builder, offset):
+    builder.PrependFloat32Slot(10, offset, 0.0)
+
+def PriorBoxEnd(builder):
+    return builder.EndObject()
+
+
+try:
+    from typing import List
+except:
+    pass
+
+class PriorBoxT(object):
+
+    # PriorBoxT
+    def __init__(
+        self,
+        minSizes = None,
+        maxSizes = None,
+        aspectRatios = None,
+        variances = None,
+        flip = False,
+        clip = False,
+        imageWidth = 0,
+        imageHeight = 0,
+        stepWidth = 0,
+        stepHeight = 0,
+        offset = 0.0,
+    ):
+        self.minSizes = minSizes  # type: Optional[List[float]]
+        self.maxSizes = maxSizes  # type: Optional[List[float]]
+        self.aspectRatios = aspectRatios  # type: Optional[List[float]]
+        self.variances = variances  # type: Optional[List[float]]
+        self.flip = flip  # type: bool
+        self.clip = clip  # type: bool
+        self.imageWidth = imageWidth  # type: int
+        self.imageHeight = imageHeight  # type: int
+        self.stepWidth = stepWidth  # type: int
+        self.stepHeight = stepHeight  # type: int
+        self.offset = offset  # type: float
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        priorBox = PriorBox()
+        priorBox.Init(buf, pos)
+        return cls.InitFromObj(priorBox)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, priorBox):
+        x = PriorBoxT()
+        x._UnPack(priorBox)
+        return x
+
+    # PriorBoxT
+    def _UnPack(self, priorBox):
+        if priorBox is None:
+            return
+        if not priorBox.MinSizesIsNone():
+            if np is None:
+                self.minSizes = []
+                for i in range(priorBox.MinSizesLength()):
+                    self.minSizes.append(priorBox.MinSizes(i))
+            else:
+                self.minSizes = priorBox.MinSizesAsNumpy()
+        if not priorBox.MaxSizesIsNone():
+            if np is None:
+                self.maxSizes = []
+                for i in range(priorBox.MaxSizesLength()):
+                    self.maxSizes.append(priorBox.MaxSizes(i))
+            else:
+                self.maxSizes = priorBox.MaxSizesAsNumpy()
+        if not priorBox.AspectRatiosIsNone():
+            if np is None:
+                self.aspectRatios = []
+                for i in range(priorBox.AspectRatiosLength()):
+                    self.aspectRatios.append(priorBox.AspectRatios(i))
+            else:
+                self.aspectRatios = priorBox.AspectRatiosAsNumpy()
+        if not priorBox.VariancesIsNone():
+            if np is None:
+                self.variances = []
+                for i in range(priorBox.VariancesLength()):
+                    self.variances.append(priorBox.Variances(i))
+            else:
+                self.variances = priorBox.VariancesAsNumpy()
+        self.flip = priorBox.Flip()
+        self.clip = priorBox.Clip()
+        self.imageWidth = priorBox.ImageWidth()
+        self.imageHeight = priorBox.ImageHeight()
+        self.stepWidth = priorBox.StepWidth()
+        self.stepHeight = priorBox.StepHeight()
+        self.offset = priorBox.Offset()
+
+    # PriorBoxT
+    def Pack(self, builder):
+        if self.minSizes is not None:
+            if np is not None and type(self.minSizes) is np.ndarray:
+                minSizes = builder.CreateNumpyVector(self.minSizes)
+            else:
+                PriorBoxStartMinSizesVector(builder, len(self.minSizes))
+                for i in reversed(range(len(self.minSizes))):
+                    builder.PrependFloat32(self.minSizes[i])
+                minSizes = builder.EndVector()
+        if self.maxSizes is not None:
+            if np is not None and type(self.maxSizes) is np.ndarray:
+                maxSizes = builder.CreateNumpyVector(self.maxSizes)
+            else:
+                PriorBoxStartMaxSizesVector(builder, len(self.maxSizes))
+                for i in reversed(range(len(self.maxSizes))):
+                    builder.PrependFloat32(self.maxSizes[i])
+                maxSizes = builder.EndVector()
+        if self.aspectRatios is not None:
+            if np is not None and type(self.aspectRatios) is np.ndarray:
+                aspectRatios = builder.CreateNumpyVector(self.aspectRatios)
+            else:
+                PriorBoxStartAspectRatiosVector(builder, len(self.aspectRatios))
+                for i in reversed(range(len(self.aspectRatios))):
+                    builder.PrependFloat32(self.aspectRatios[i])
+                aspectRatios = builder.EndVector()
+        if self.variances is not None:
+            if np is not None and type(self.variances) is np.ndarray:
+                variances = builder.CreateNumpyVector(self.variances)
+            else:
+                PriorBoxStartVariancesVector(builder, len(self.variances))
+                for i in reversed(range(len(self.variances))):
+                    builder.PrependFloat32(self.variances[i])
+                variances = builder.EndVector()
+        PriorBoxStart(builder)
+        if self.minSizes is not None:
+            PriorBoxAddMinSizes(builder, minSizes)
+        if self.maxSizes is not None:
+            PriorBoxAddMaxSizes(builder, maxSizes)
+        if self.aspectRatios is not None:
+            PriorBoxAddAspectRatios(builder, aspectRatios)
+        if self.variances is not None:
+            PriorBoxAddVariances(builder, variances)
+        PriorBoxAddFlip(builder, self.flip)
+        PriorBoxAddClip(builder, self.clip)
+        PriorBoxAddImageWidth(builder, self.imageWidth)
+        PriorBoxAddImageHeight(builder, self.imageHeight)
+        PriorBoxAddStepWidth(builder, self.stepWidth)
+        PriorBoxAddStepHeight(builder, self.stepHeight)
+        PriorBoxAddOffset(builder, self.offset)
+        priorBox = PriorBoxEnd(builder)
+        return priorBox
+
+
 class Selu(object):
     __slots__ = ['_tab']
 
@@ -16530,132 +17104,6 @@ class DequantizeT(object):
         DequantizeStart(builder)
         dequantize = DequantizeEnd(builder)
         return dequantize
-
-
-class DetectionOutput(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = DetectionOutput()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsDetectionOutput(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # DetectionOutput
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def DetectionOutputStart(builder):
-    builder.StartObject(0)
-
-def DetectionOutputEnd(builder):
-    return builder.EndObject()
-
-
-
-class DetectionOutputT(object):
-
-    # DetectionOutputT
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        detectionOutput = DetectionOutput()
-        detectionOutput.Init(buf, pos)
-        return cls.InitFromObj(detectionOutput)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, detectionOutput):
-        x = DetectionOutputT()
-        x._UnPack(detectionOutput)
-        return x
-
-    # DetectionOutputT
-    def _UnPack(self, detectionOutput):
-        if detectionOutput is None:
-            return
-
-    # DetectionOutputT
-    def Pack(self, builder):
-        DetectionOutputStart(builder)
-        detectionOutput = DetectionOutputEnd(builder)
-        return detectionOutput
-
-
-class PriorBox(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = PriorBox()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsPriorBox(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # PriorBox
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def PriorBoxStart(builder):
-    builder.StartObject(0)
-
-def PriorBoxEnd(builder):
-    return builder.EndObject()
-
-
-
-class PriorBoxT(object):
-
-    # PriorBoxT
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        priorBox = PriorBox()
-        priorBox.Init(buf, pos)
-        return cls.InitFromObj(priorBox)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, priorBox):
-        x = PriorBoxT()
-        x._UnPack(priorBox)
-        return x
-
-    # PriorBoxT
-    def _UnPack(self, priorBox):
-        if priorBox is None:
-            return
-
-    # PriorBoxT
-    def Pack(self, builder):
-        PriorBoxStart(builder)
-        priorBox = PriorBoxEnd(builder)
-        return priorBox
 
 
 class Proposal(object):

@@ -105,10 +105,32 @@ def parse_layout() -> dict:
     return layout
 
 
+def add_object_api_names(layout: dict, generated: Path) -> None:
+    """Record the object-API attribute of every field whose name flatc changes (`useRMSNorm` -> `useRmsnorm`,
+    `T` -> `t`, `main_type` -> `mainType`), read from the generated `XxxT.__init__` signatures, in field order."""
+    import importlib.util
+    import inspect
+
+    spec = importlib.util.spec_from_file_location("_mnn_generated_probe", generated)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    renamed: dict[str, dict[str, str]] = {}
+    for table, fields in layout["tables"].items():
+        params = list(inspect.signature(getattr(module, table + "T").__init__).parameters)[1:]
+        if len(params) != len(fields):
+            raise SystemExit(f"{table}: {len(fields)} fields but the object API has {len(params)}")
+        diff = {f: attr for (f, _), attr in zip(fields, params, strict=True) if f != attr}
+        if diff:
+            renamed[table] = diff
+    layout["attrs"] = renamed
+
+
 def render_layout(layout: dict) -> str:
     body = pprint.pformat(layout, width=118, sort_dicts=False)
-    return (HEADER + '"""Field layout of the `.mnn` schema: tables (fields in id order), enums and unions."""\n\n'
-            f"LAYOUT = {body}\n")
+    doc = ('"""Field layout of the `.mnn` schema: tables (fields in id order), enums, unions, and `attrs`: the '
+           'object-API\nattribute of each field whose name flatc changes."""\n\n')
+    return HEADER + doc + f"LAYOUT = {body}\n"
 
 
 def main() -> int:
@@ -116,10 +138,10 @@ def main() -> int:
     ap.add_argument("--check", action="store_true", help="compare with the committed files instead of writing")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        outputs = {
-            SCHEMA / "mnn_generated.py": run_flatc(find_flatc(), Path(tmp)),
-            SCHEMA / "layout_generated.py": render_layout(parse_layout()),
-        }
+        generated = run_flatc(find_flatc(), Path(tmp))
+        layout = parse_layout()
+        add_object_api_names(layout, Path(tmp) / "MNN_generated.py")
+        outputs = {SCHEMA / "mnn_generated.py": generated, SCHEMA / "layout_generated.py": render_layout(layout)}
     stale = [p for p, text in outputs.items() if not p.exists() or p.read_text() != text]
     if args.check:
         for p in stale:

@@ -111,3 +111,29 @@ def test_const_blob_with_too_little_data_is_rejected() -> None:
     net.oplists.insert(0, const)
     with pytest.raises(ModelError, match=r"'c' \(Const\) has 4 values in float32s but dims \[2, 3\] need 6"):
         load_net(net_to_bytes(net))
+
+
+def test_fields_flatc_renames_are_written_and_dumped() -> None:
+    """flatc's object API renames some fields (`useRMSNorm` -> `useRmsnorm`, `Adata` -> `adata`); coercion and the
+    JSON dump must still see them, under MNN's schema names in the JSON."""
+    from mnnpy.schema.jsonify import to_dict
+
+    net, _ = scratch_cnn()
+    norm = fb.LayerNormT()
+    norm.axis, norm.epsilon, norm.useRmsnorm = [-1], 1e-5, True
+    norm.gamma = np.ones(4, np.float64)  # coerced to float32 through the renamed-field table
+    bn = fb.BatchNormT()
+    bn.channels, bn.adata = 2, np.array([1.5, 2.5], np.float64)
+    for op_type, param_type, param in ((fb.OpType.LayerNorm, fb.OpParameter.LayerNorm, norm),
+                                       (fb.OpType.BatchNorm, fb.OpParameter.BatchNorm, bn)):
+        op = fb.OpT()
+        op.type, op.name, op.inputIndexes, op.outputIndexes = op_type, f"p{op_type}", [3], [3]
+        op.mainType, op.main = param_type, param
+        net.oplists.append(op)
+    loaded = load_net(net_to_bytes(net))
+    assert loaded.oplists[4].main.useRmsnorm is True
+    np.testing.assert_array_equal(loaded.oplists[4].main.gamma, np.ones(4, np.float32))
+    np.testing.assert_array_equal(loaded.oplists[5].main.adata, [1.5, 2.5])
+    dumped = to_dict(loaded, "Net")
+    assert dumped["oplists"][4]["main"]["useRMSNorm"] is True
+    assert dumped["oplists"][5]["main"]["Adata"] == [1.5, 2.5]

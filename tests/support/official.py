@@ -46,7 +46,7 @@ def run(path: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     for name, x in feeds.items():
         tensor = interp.getSessionInput(session, name)
         if list(tensor.getShape()) != list(x.shape):
-            interp.resizeTensor(tensor, list(x.shape))
+            interp.resizeTensor(tensor, tuple(x.shape))  # MNN wants a tuple
             interp.resizeSession(session)
             tensor = interp.getSessionInput(session, name)
         host = mnn.Tensor(x.shape, mnn.Halide_Type_Float, np.ascontiguousarray(x, np.float32),
