@@ -69,8 +69,12 @@ class VulkanBinary(VulkanExecution):
         assert plan is not None
         dims, sa, sb = plan
         total = math.prod(out.desc.shape)
+        fmts = (*shader_format(a.desc), *shader_format(b.desc), *shader_format(out.desc))
+        if a.desc == b.desc == out.desc:  # same layout, no broadcast: run over the physical elements directly
+            total = math.prod(out.desc.physical_shape)
+            dims, sa, sb, fmts = [1, 1, 1, total], [0, 0, 0, 1], [0, 0, 0, 1], (0,) * 6
+        rank = MAX_RANK - next((i for i, d in enumerate(dims) if d != 1), MAX_RANK - 1)
         lo = 0.0 if int(getattr(param, "activationType", 0) or 0) == 1 else -FLT_MAX
-        values = (*dims, *sa, *sb, *shader_format(a.desc), *shader_format(b.desc), *shader_format(out.desc),
-                  total, int(param.opType), lo, FLT_MAX)
+        values = (*dims, *sa, *sb, *fmts, total, 0, lo, FLT_MAX)
         self.dispatch("binary", [self.bind(a), self.bind(b)], [self.bind(out)], "20iff", values, total,
-                      spec=(int(param.opType),))
+                      spec=(int(param.opType), rank))

@@ -46,7 +46,7 @@ class VulkanEltwise(VulkanExecution):
         acc = self.inputs[0]
         for nxt in self.inputs[1:]:
             values = (*dims, *flat, *flat, *shader_format(acc.desc), *shader_format(nxt.desc),
-                      *shader_format(out.desc), total, code, -FLT_MAX, FLT_MAX)
+                      *shader_format(out.desc), total, 0, -FLT_MAX, FLT_MAX)
             self.dispatch("binary", [self.bind(acc), self.bind(nxt)], [self.bind(out)], "20iff", values, total,
-                          spec=(code,))
+                          spec=(code, 1))
             acc = out

@@ -8,6 +8,7 @@ layout(std430, binding = 0) readonly buffer A { TFLOAT a[]; };
 layout(std430, binding = 1) readonly buffer B { TFLOAT b[]; };
 layout(std430, binding = 2) writeonly buffer Out { TFLOAT o[]; };
 layout(constant_id = 1) const int OP = 0;  // specialization constant: only this op's branch is compiled
+layout(constant_id = 2) const int RANK = 4;  // dims actually used (the last RANK of `dims`)
 layout(push_constant) uniform Params {
     ivec4 dims;       // output dims (innermost last)
     ivec4 a_stride;   // logical element strides of A per output dim
@@ -47,12 +48,17 @@ void main() {
         int r = i;
         int ia = 0;
         int ib = 0;
-        for (int d = 3; d >= 0; --d) {
-            int q = r / p.dims[d];
-            int k = r - q * p.dims[d];
-            ia += k * p.a_stride[d];
-            ib += k * p.b_stride[d];
-            r = q;
+        if (RANK == 1) {  // no broadcasting: plain strides, no index divisions (slow on CPU drivers)
+            ia = i * p.a_stride.w;
+            ib = i * p.b_stride.w;
+        } else {
+            for (int d = 3; d >= 4 - RANK; --d) {
+                int q = r / p.dims[d];
+                int k = r - q * p.dims[d];
+                ia += k * p.a_stride[d];
+                ib += k * p.b_stride[d];
+                r = q;
+            }
         }
         float x = float(a[phys_index(ia, p.fmt_ab.x, p.fmt_ab.y)]);
         float y = float(b[phys_index(ib, p.fmt_ab.z, p.fmt_ab.w)]);
