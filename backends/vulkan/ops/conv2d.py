@@ -1,9 +1,10 @@
 """Convolution and ConvolutionDepthwise on NC4HW4 tensors, fused bias + ReLU/ReLU6 (MNN: `VulkanConvolution`).
 
-Algorithms: `conv1x1` (1x1, stride 1, no padding: a GEMM over channels), `depthwise` (group == channels), else
-`direct` (general kxk with stride, dilation and padding; groups run as a block-diagonal dense weight).
-Weights are packed in `on_resize`, once per shape, into `[OC/4][IC/4][KH][KW][4 in][4 out]` (depthwise:
-`[C/4][KH][KW][4]`).
+Algorithms: `conv1x1` (1x1, stride 1, no padding: a GEMM over channels, 4 pixels per invocation), `depthwise`
+(group == channels, 4 texels per invocation), else `direct` (general kxk with stride, dilation and padding; groups
+run as a block-diagonal dense weight; 4 texels x 2 output channel blocks per invocation).
+Weights are packed once per op (reused across resizes) into `[OC/4][IC/4][KH][KW][4 in][4 out]` (depthwise:
+`[C/4][KH][KW][4]`); the direct path pads OC/4 to an even count.
 """
 
 from __future__ import annotations
