@@ -19,15 +19,36 @@ def scale_op(ctx: Context, x: str, scale: np.ndarray, bias: np.ndarray, output: 
     return ctx.out(OP.Scale, [x], [output], PARAM.Scale, param, name=name)
 
 
+def per_channel(ctx: Context, node: OnnxNode, param: str) -> str:
+    """A [C] tensor reshaped to [C, 1, ..] so it broadcasts along dim 1 of the node's input."""
+    rank = ctx.need_rank(node, node.inputs[0])
+    return ctx.reshape(param, [-1] + [1] * (rank - 2))
+
+
+def _runtime_batch_norm(ctx: Context, node: OnnxNode, epsilon: float) -> None:
+    x = node.inputs[0]
+    gamma, beta, mean, var = (per_channel(ctx, node, node.inputs[i]) for i in range(1, 5))
+    std = ctx.unary(UN.SQRT, ctx.binary(BIN.ADD, var, ctx.const(np.float32(epsilon))))
+    factor = ctx.binary(BIN.REALDIV, gamma, std)
+    centered = ctx.binary(BIN.SUB, x, mean)
+    ctx.binary(BIN.ADD, ctx.binary(BIN.MUL, centered, factor), beta, node.outputs[0])
+
+
 @onnx_op("BatchNormalization")
 def batch_norm(ctx: Context, node: OnnxNode, *, epsilon: float = 1e-5, momentum: float = 0.9,
                spatial: int = 1, training_mode: int = 0, is_test: int = 0, consumed_inputs: list[int] | None = None
                ) -> None:
-    """BatchNormalization (inference) -> Scale(s / sqrt(var + eps), b - mean * that); folded into convs later."""
-    gamma, beta, mean, var = (ctx.need_value(node, i, what).astype(np.float64)
-                              for i, what in enumerate(("scale", "B", "mean", "var"), start=1))
+    """BatchNormalization (inference) -> Scale(s / sqrt(var + eps), b - mean * that); folded into convs later.
+
+    Run-time statistics become per-channel BinaryOps instead.
+    """
     if training_mode or any(name for name in node.outputs[1:]):
         raise UseFunctionBody(f"{node.label()}: training-mode BatchNormalization is not supported")
+    if any(ctx.value(node.inputs[i]) is None for i in range(1, 5)):
+        _runtime_batch_norm(ctx, node, epsilon)
+        return
+    gamma, beta, mean, var = (ctx.need_value(node, i, what).astype(np.float64)
+                              for i, what in enumerate(("scale", "B", "mean", "var"), start=1))
     scale = gamma / np.sqrt(var + epsilon)
     bias = beta - mean * scale
     scale_op(ctx, node.inputs[0], scale, bias, node.outputs[0], node.name)
@@ -63,9 +84,15 @@ def _grouped_norm(ctx: Context, node: OnnxNode, groups: int, epsilon: float, sca
 @onnx_op("InstanceNormalization")
 def instance_norm(ctx: Context, node: OnnxNode, *, epsilon: float = 1e-5) -> None:
     """InstanceNormalization -> Reshape [N, C, -1], LayerNorm(axis -1), Reshape back, Scale(gamma, beta)."""
-    gamma = ctx.need_value(node, 1, "scale")
-    beta = ctx.need_value(node, 2, "B")
-    _grouped_norm(ctx, node, 0, epsilon, gamma, beta)
+    gamma, beta = ctx.value(node.inputs[1]), ctx.value(node.inputs[2])
+    if gamma is not None and beta is not None:
+        _grouped_norm(ctx, node, 0, epsilon, gamma, beta)
+        return
+    x = node.inputs[0]
+    normed = _layer_norm(ctx, ctx.reshape(x, [0, 0, -1]), [-1], epsilon)
+    restored = ctx.reshape(normed, ctx.shape_of(x))
+    scaled = ctx.binary(BIN.MUL, restored, per_channel(ctx, node, node.inputs[1]))
+    ctx.binary(BIN.ADD, scaled, per_channel(ctx, node, node.inputs[2]), node.outputs[0])
 
 
 @onnx_op("GroupNormalization", since=18)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
-from ..context import OP, PARAM, Context, OnnxNode
+from ..context import BIN, OP, PARAM, UN, Context, OnnxNode
 from ..functions import UseFunctionBody
 from ..registry import onnx_op
 from .conv import same_lower_pads
@@ -106,3 +107,23 @@ def global_pool(ctx: Context, node: OnnxNode) -> None:
     param.type = fb.PoolType.AVEPOOL if node.op_type == "GlobalAveragePool" else fb.PoolType.MAXPOOL
     param.padType = fb.PoolPadType.CAFFE
     ctx.emit(OP.Pooling3D, [node.inputs[0]], node.outputs, PARAM.Pool3D, param, name=node.name)
+
+
+@onnx_op("LpPool")
+def lp_pool(ctx: Context, node: OnnxNode, *, auto_pad: str = "NOTSET", ceil_mode: int = 0,
+            dilations: list[int] | None = None, kernel_shape: list[int] | None = None, p: int = 2,
+            pads: list[int] | None = None, strides: list[int] | None = None) -> None:
+    """LpPool -> (AveragePool(|x|^p, padding counted) * kernel area)^(1/p)."""
+    if kernel_shape is None or (dilations is not None and any(d != 1 for d in dilations)):
+        raise UseFunctionBody(f"{node.label()}: needs kernel_shape and no dilation")
+    x = node.inputs[0]
+    powered = ctx.unary(UN.SQUARE, x) if p == 2 else \
+        ctx.binary(BIN.POW, ctx.unary(UN.ABS, x), ctx.const(np.float32(p)))
+    pooled = ctx.graph.unique_name(f"{node.name}_avg")
+    inner = OnnxNode(pooled, "AveragePool", [powered], [pooled], node.domain, node.source_name)
+    _pool(ctx, inner, fb.PoolType.AVEPOOL, auto_pad, ceil_mode, list(kernel_shape), pads, strides, 1)
+    summed = ctx.binary(BIN.MUL, pooled, ctx.const(np.float32(np.prod(kernel_shape))))
+    if p == 2:
+        ctx.unary(UN.SQRT, summed, node.outputs[0])
+    else:
+        ctx.binary(BIN.POW, summed, ctx.const(np.float32(1.0 / p)), node.outputs[0])

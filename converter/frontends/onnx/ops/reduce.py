@@ -105,9 +105,9 @@ def _arg(ctx: Context, node: OnnxNode, *, axis: int = 0, keepdims: int = 1, sele
         return
     else:
         y = ctx.out(op_type, [node.inputs[0]], None, PARAM.ArgMax, param, name=node.name)
-    if keepdims:
-        rank = ctx.need_rank(node, node.inputs[0])
-        ctx.squeeze(y, [axis % rank], node.outputs[0], unsqueeze=True)
+    if keepdims:  # the output has the input's rank, so a negative axis means the same place (MNN accepts it)
+        rank = ctx.rank(node.inputs[0])
+        ctx.squeeze(y, [axis % rank if rank is not None else axis], node.outputs[0], unsqueeze=True)
     else:
         ctx.alias(y, node.outputs[0])
 

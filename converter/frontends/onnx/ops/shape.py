@@ -61,9 +61,9 @@ def unsqueeze(ctx: Context, node: OnnxNode, *, axes: list[int] | None = None) ->
     dims = _axes(ctx, node, axes)
     if dims is None:
         raise UseFunctionBody(f"{node.label()}: axes are required")
-    if any(a < 0 for a in dims):
-        out_rank = ctx.need_rank(node, node.inputs[0]) + len(dims)
-        dims = sorted(a + out_rank if a < 0 else a for a in dims)
+    rank = ctx.rank(node.inputs[0])
+    if any(a < 0 for a in dims) and rank is not None:  # MNN also reads negative axes against the output rank
+        dims = sorted(a + rank + len(dims) if a < 0 else a for a in dims)
     ctx.squeeze(node.inputs[0], dims, node.outputs[0], unsqueeze=True)
 
 
