@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from mnnpy.backends.cpu.ops._common import CPUExecution
 from mnnpy.schema import mnn_generated as fb
+from mnnpy.schema.errors import ModelError
 
 from mnnpy.core.registry import cpu_kernel
 from mnnpy.core.subgraph import while_session
@@ -61,12 +62,24 @@ class If(CPUExecution):
 
         values = [np.asarray(r.array) if r.const else None for r in self.inputs]
         descs = [r.desc for r in self.inputs]
-        self.branches = [if_branch_session(self.op, b, descs, values, self.backend.config) for b in (0, 1)]
+        self.branches: list = []
+        self.errors: list = []
+        for b in (0, 1):
+            try:
+                self.branches.append(if_branch_session(self.op, b, descs, values, self.backend.config))
+                self.errors.append(None)
+            except ModelError as exc:  # fails only if taken at run time
+                self.branches.append(None)
+                self.errors.append(exc)
         self.algorithm = "if"
 
     def on_execute(self) -> None:
         cond = bool(np.asarray(self.inputs[0].array).ravel()[0])
-        body, feeds = self.branches[0 if cond else 1]
+        branch = self.branches[0 if cond else 1]
+        if branch is None:
+            raise ModelError(f"op {self.op.name!r}: the {'then' if cond else 'else'} branch cannot run for these "
+                             f"shapes: {self.errors[0 if cond else 1]}")
+        body, feeds = branch
         for k, idxs in feeds.items():
             for idx in idxs:
                 if idx not in body.net.const_inputs:

@@ -33,10 +33,16 @@ def if_(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
     from mnnpy.core.subgraph import if_branch_session
 
     branches = [0 if np.asarray(values[0]).ravel()[0] else 1] if values[0] is not None else [0, 1]
-    results = []
+    results, errors = [], []
     for b in branches:
-        body, _ = if_branch_session(op, b, descs, values)
-        results.append([body.graph.descs[i] for i in body.graph.outputs])
+        try:
+            body, _ = if_branch_session(op, b, descs, values)
+        except ModelError as exc:  # a branch that cannot run for these shapes is only an error if it is taken
+            errors.append(exc)
+            continue
+        results.append([body.graph.desc(i) for i in body.graph.outputs])
+    if not results:
+        raise errors[0]
     if len(results) == 2 and [d.shape for d in results[0]] != [d.shape for d in results[1]]:
         raise ModelError(f"op {op.name!r}: If branches give different shapes and the condition is not constant")
     return [TensorDesc(d.shape, d.dtype, NCHW) for d in results[0]]
