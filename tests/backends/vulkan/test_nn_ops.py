@@ -169,3 +169,30 @@ def test_matmul(run_op: Any, make_op: Any, a_shape: tuple, b_shape: tuple, ta: b
     (got,) = run_op(fb.OpType.MatMul, make_op(fb.OpType.MatMul, param), inputs,
                     [TensorDesc(want.shape, np.float32, "NCHW")]).run()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(("pad_type", "pads", "count", "ceil"), [
+    (fb.PoolPadType.SAME, None, 0, False), (fb.PoolPadType.VALID, None, 0, True),
+    (fb.PoolPadType.CAFFE, [1, 0, 1, 0], 0, False), (fb.PoolPadType.CAFFE, None, 2, False),
+    (fb.PoolPadType.CAFFE, None, 1, True),
+])
+@pytest.mark.parametrize("mode", [fb.PoolType.MAXPOOL, fb.PoolType.AVEPOOL])
+def test_pooling_matches_cpu(run_op: Any, run_cpu: Any, make_op: Any, pad_type: int, pads: list | None, count: int,
+                             ceil: bool, mode: int) -> None:
+    x = RNG.standard_normal((1, 13, 7, 6)).astype(np.float32)
+    pool = fb.PoolT()
+    pool.kernelX = pool.kernelY = 3
+    pool.strideX = pool.strideY = 2
+    pool.padX = pool.padY = 1
+    pool.type, pool.padType, pool.pads, pool.countType, pool.ceilModel = mode, pad_type, pads, count, ceil
+    if pad_type == fb.PoolPadType.SAME:
+        out_hw = (4, 3)
+    elif pad_type == fb.PoolPadType.VALID:
+        out_hw = (3, 3) if ceil else (3, 2)
+    else:
+        extra = 1 if ceil else 0
+        out_hw = ((7 + 2 - 3 + extra) // 2 + 1, (6 + (0 if pads else 2) - 3 + extra) // 2 + 1)
+    out = TensorDesc((1, 13, *out_hw), np.float32, "NC4HW4")
+    (got,) = run_op(fb.OpType.Pooling, make_op(fb.OpType.Pooling, pool), [(x, "NC4HW4")], [out]).run()
+    (want,) = run_cpu(fb.OpType.Pooling, make_op(fb.OpType.Pooling, pool), [(x, "NC4HW4")], [out]).run()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
