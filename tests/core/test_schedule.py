@@ -113,3 +113,42 @@ def test_group_norm_kernel() -> None:
     want = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5)).reshape(x.shape)
     want = want * p.gamma.reshape(1, 6, 1, 1) + p.beta.reshape(1, 6, 1, 1)
     np.testing.assert_allclose(s.read(s.output_index("y")), want, rtol=1e-5, atol=1e-5)
+
+
+def test_lstm_op_matches_onnxruntime() -> None:
+    """MNN's LSTM op in ONNX form (X, W, R, B=Wb+Rb, h0, c0), as the converter leaves it inside If bodies."""
+    import pytest
+
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    rng = np.random.default_rng(3)
+    seq, batch, feat, hid = 4, 2, 3, 5
+    w = rng.standard_normal((1, 4 * hid, feat)).astype(np.float32)
+    r = rng.standard_normal((1, 4 * hid, hid)).astype(np.float32)
+    b = rng.standard_normal((1, 4 * hid)).astype(np.float32)
+    h0 = rng.standard_normal((1, batch, hid)).astype(np.float32)
+    c0 = rng.standard_normal((1, batch, hid)).astype(np.float32)
+    x = rng.standard_normal((seq, batch, feat)).astype(np.float32)
+    nb = NetBuilder()
+    nb.input("x", x.shape)
+    for name, value in (("w", w), ("r", r), ("b", b), ("h0", h0), ("c0", c0)):
+        nb.const(name, value)
+    p = fb.LSTMT()
+    p.outputCount = hid
+    nb.op(fb.OpType.LSTM, ["x", "w", "r", "b", "h0", "c0"], ["y", "yh", "yc"], fb.OpParameter.LSTM, p)
+    nb.outputs("y", "yh", "yc")
+    s = Session(nb.net)
+    s.write(s.input_index("x"), x)
+    s.run()
+    inits = [nh.from_array(v, n) for n, v in (("w", w), ("r", r), ("h0", h0), ("c0", c0))]
+    inits.append(nh.from_array(np.concatenate([b, np.zeros_like(b)], axis=1), "b"))
+    node = h.make_node("LSTM", ["x", "w", "r", "b", "", "h0", "c0"], ["y", "yh", "yc"], hidden_size=hid)
+    graph = h.make_graph([node], "l", [h.make_tensor_value_info("x", T.FLOAT, list(x.shape))],
+                         [h.make_empty_tensor_value_info(n) for n in ("y", "yh", "yc")], inits)
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 14)])
+    want = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})
+    for name, ref in zip(("y", "yh", "yc"), want, strict=True):
+        np.testing.assert_allclose(s.read(s.output_index(name)), ref, rtol=1e-4, atol=1e-5)
