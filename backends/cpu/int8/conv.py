@@ -1,0 +1,191 @@
+"""Int8 convolution through an indirection table (QNNPACK): no im2col buffer, one gather of input rows per tap.
+
+The input is widened once to ``x - zero_point`` rows in NHWC order with one extra zero row. For every kernel tap
+the table holds, per output pixel, the index of the input row it reads (the zero row for padding). The kernel then
+accumulates ``rows[table[tap]] @ W[tap]`` over taps. Products and sums of 8-bit values are exact in the float
+carrier used for the GEMM (float32 while ``K * 255 * 128 < 2**24``, float64 otherwise, exact below 2**53), so the
+accumulator equals int32 accumulation bit for bit; requantisation to int8 happens before the result leaves.
+3x3 depthwise convolutions take a specialised path over strided views of the padded input.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .requant import quantize_multiplier, requantize
+
+
+@dataclass
+class Int8ConvParams:
+    """Quantised convolution: int8 weights [oc, ic/group, kh, kw], int32 bias, per-channel output multiplier."""
+
+    weight: np.ndarray
+    bias: np.ndarray
+    multiplier: np.ndarray  # s_in * s_w[oc] / s_out
+    stride: tuple[int, int] = (1, 1)
+    dilation: tuple[int, int] = (1, 1)
+    pads: tuple[int, int, int, int] = (0, 0, 0, 0)  # top, left, bottom, right
+    group: int = 1
+    in_zero: int = 0
+    weight_zero: int = 0
+    out_zero: int = 0
+    lo: int = -128
+    hi: int = 127
+    depthwise: bool = False
+    m: np.ndarray = field(init=False, repr=False)
+    shift: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.weight = np.asarray(self.weight, np.int8)
+        self.bias = np.asarray(self.bias, np.int64).ravel()
+        self.m, self.shift = quantize_multiplier(np.broadcast_to(self.multiplier, (self.weight.shape[0],)))
+
+
+def out_size(size: int, k: int, s: int, d: int, pad_b: int, pad_e: int) -> int:
+    """Output extent of one spatial axis (explicit padding)."""
+    return (size + pad_b + pad_e - d * (k - 1) - 1) // s + 1
+
+
+def indirection_table(n: int, h: int, w: int, p: Int8ConvParams) -> tuple[np.ndarray, int, int]:
+    """Input-row index per (tap, output pixel); padding taps point at row ``n*h*w`` (the zero row).
+
+    Returns:
+        (table int32 [kh*kw, n*oh*ow], oh, ow).
+    """
+    kh, kw = p.weight.shape[2:]
+    top, left, bottom, right = p.pads
+    oh = out_size(h, kh, p.stride[0], p.dilation[0], top, bottom)
+    ow = out_size(w, kw, p.stride[1], p.dilation[1], left, right)
+    ky = np.arange(kh)[:, None, None, None] * p.dilation[0]
+    kx = np.arange(kw)[None, :, None, None] * p.dilation[1]
+    iy = np.arange(oh)[None, None, :, None] * p.stride[0] - top + ky
+    ix = np.arange(ow)[None, None, None, :] * p.stride[1] - left + kx
+    iy, ix = np.broadcast_arrays(iy, ix)  # [kh, kw, oh, ow]
+    valid = (iy >= 0) & (iy < h) & (ix >= 0) & (ix < w)
+    local = np.where(valid, iy * w + ix, -1)  # [kh, kw, oh, ow]
+    base = (np.arange(n) * h * w)[None, None, :, None, None]
+    table = np.where(local[:, :, None] >= 0, local[:, :, None] + base, n * h * w)
+    return table.reshape(kh * kw, n * oh * ow).astype(np.int32), oh, ow
+
+
+class Int8Conv:
+    """A convolution planned for one input shape: indirection table and tap-major weights, made once."""
+
+    def __init__(self, params: Int8ConvParams, in_shape: tuple[int, ...]) -> None:
+        self.p = params
+        n, c, h, w = in_shape
+        oc, icg, kh, kw = params.weight.shape
+        self.in_shape = (n, c, h, w)
+        self.taps = kh * kw
+        ky, kx = kh, kw
+        bound = icg * ky * kx * 255 * 128
+        self.carrier = np.float32 if bound < (1 << 24) else np.float64
+        wz = params.weight.astype(np.int32) - params.weight_zero
+        self.dw3x3 = params.depthwise and (kh, kw) == (3, 3) and params.dilation == (1, 1)
+        if params.depthwise:
+            self.table, oh, ow = (None, *self._dw_out(h, w)) if self.dw3x3 else indirection_table(n, h, w, params)
+            self.w_taps = wz.reshape(oc, self.taps).T.astype(self.carrier)  # [taps, C]
+        else:
+            self.table, oh, ow = indirection_table(n, h, w, params)
+            og = oc // params.group
+            # [group, taps, ic/g, oc/g]
+            self.w_taps = wz.reshape(params.group, og, icg, self.taps).transpose(0, 3, 2, 1).astype(self.carrier)
+        self.out_shape = (n, oc, oh, ow)
+        self.pointwise = (not params.depthwise and self.taps == 1 and params.stride == (1, 1)
+                          and params.pads == (0, 0, 0, 0))
+
+    def _dw_out(self, h: int, w: int) -> tuple[int, int]:
+        top, left, bottom, right = self.p.pads
+        return (out_size(h, 3, self.p.stride[0], 1, top, bottom), out_size(w, 3, self.p.stride[1], 1, left, right))
+
+    def _rows(self, x: np.ndarray) -> np.ndarray:
+        """``x - zero_point`` as NHWC rows plus one zero row (the single widening of the input)."""
+        n, c, h, w = self.in_shape
+        rows = np.empty((n * h * w + 1, c), dtype=self.carrier)
+        np.subtract(x.transpose(0, 2, 3, 1).reshape(n * h * w, c), self.p.in_zero, out=rows[:-1], dtype=self.carrier)
+        rows[-1] = 0
+        return rows
+
+    def accumulate(self, x: np.ndarray) -> np.ndarray:
+        """Exact int64 accumulators [n*oh*ow, oc] (bias included) of an int8 NCHW input."""
+        p = self.p
+        if self.dw3x3:
+            acc = self._dw3x3(x)
+        else:
+            rows = self._rows(x)
+            m = self.table.shape[1] if self.table is not None else rows.shape[0] - 1
+            oc = p.weight.shape[0]
+            acc = np.zeros((m, oc), dtype=self.carrier)
+            if p.depthwise:
+                for t in range(self.taps):
+                    acc += rows[self.table[t]] * self.w_taps[t]
+            elif self.pointwise and p.group == 1:
+                np.matmul(rows[:-1], self.w_taps[0, 0], out=acc)
+            else:
+                icg, og = p.weight.shape[1], oc // p.group
+                for g in range(p.group):
+                    src = rows[:, g * icg:(g + 1) * icg]
+                    dst = acc[:, g * og:(g + 1) * og]
+                    for t in range(self.taps):
+                        dst += src[self.table[t]] @ self.w_taps[g, t]
+        out = np.rint(acc).astype(np.int64)
+        out += p.bias
+        return out
+
+    def _dw3x3(self, x: np.ndarray) -> np.ndarray:
+        """3x3 depthwise: nine strided views of the zero-padded, widened NHWC input (no table, no gather)."""
+        p = self.p
+        n, c, h, w = self.in_shape
+        top, left = p.pads[:2]
+        oh, ow = self._dw_out(h, w)
+        sy, sx = p.stride
+        need_h, need_w = (oh - 1) * sy + 3, (ow - 1) * sx + 3
+        xp = np.zeros((n, max(need_h, h + top), max(need_w, w + left), c), dtype=self.carrier)
+        np.subtract(x.transpose(0, 2, 3, 1), p.in_zero, out=xp[:, top:top + h, left:left + w], dtype=self.carrier)
+        acc = np.zeros((n, oh, ow, c), dtype=self.carrier)
+        for ky in range(3):
+            for kx in range(3):
+                view = xp[:, ky:ky + (oh - 1) * sy + 1:sy, kx:kx + (ow - 1) * sx + 1:sx]
+                acc += view * self.w_taps[ky * 3 + kx]
+        return acc.reshape(n * oh * ow, c)
+
+    def run(self, x: np.ndarray, out: np.ndarray) -> None:
+        """int8 NCHW ``x`` -> int8 NCHW ``out`` (requantised inside)."""
+        p = self.p
+        q = requantize(self.accumulate(x), p.m, p.shift, p.out_zero, p.lo, p.hi)
+        n, oc, oh, ow = self.out_shape
+        out[...] = q.reshape(n, oh, ow, oc).transpose(0, 3, 1, 2)
+
+
+def reference_conv(x: np.ndarray, p: Int8ConvParams) -> np.ndarray:
+    """Slow float64 reference of the same quantised math (tests): direct loops over the window, then requantise."""
+    n, c, h, w = x.shape
+    oc, _, kh, kw = p.weight.shape
+    top, left, bottom, right = p.pads
+    oh = out_size(h, kh, p.stride[0], p.dilation[0], top, bottom)
+    ow = out_size(w, kw, p.stride[1], p.dilation[1], left, right)
+    xp = np.zeros((n, c, h + top + bottom + kh * p.dilation[0], w + left + right + kw * p.dilation[1]))
+    xp[:, :, top:top + h, left:left + w] = x.astype(np.float64) - p.in_zero
+    wf = p.weight.astype(np.float64) - p.weight_zero
+    groups = c if p.depthwise else p.group
+    og = oc // groups
+    acc = np.zeros((n, oc, oh, ow))
+    for ky in range(kh):
+        for kx in range(kw):
+            y0, x0 = ky * p.dilation[0], kx * p.dilation[1]
+            sy, sx = p.stride
+            patch = xp[:, :, y0:y0 + (oh - 1) * sy + 1:sy, x0:x0 + (ow - 1) * sx + 1:sx]
+            for g in range(groups):
+                cin = patch[:, g * (c // groups):(g + 1) * (c // groups)]
+                acc[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", cin, wf[g * og:(g + 1) * og, :, ky, kx])
+    acc += p.bias.reshape(1, -1, 1, 1)
+    real = acc * np.asarray(np.broadcast_to(p.multiplier, (oc,)), np.float64).reshape(1, -1, 1, 1)
+    return np.clip(np.floor(real + 0.5) + p.out_zero, p.lo, p.hi).astype(np.int8)
+
+
+def conv_macs(p: Int8ConvParams, out_shape: tuple[int, ...]) -> int:
+    """Multiply-accumulates of one run (for info/flops)."""
+    return math.prod(out_shape) * int(np.prod(p.weight.shape[1:]))

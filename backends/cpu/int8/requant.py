@@ -1,0 +1,65 @@
+"""Fixed-point requantisation: ``q_out = clamp(zp_out + round(acc * scale))`` with ``scale = m * 2**-shift``.
+
+``m`` is a 31-bit integer in [2**30, 2**31), so ``acc * m`` fits int64 for any int32 accumulator and the whole
+step is integer arithmetic (gemmlowp / QNNPACK ``requantize`` with a per-channel multiplier).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def quantize_multiplier(scale: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+    """Split positive real multipliers into (m, shift) with ``scale ~= m / 2**shift``, ``2**30 <= m < 2**31``.
+
+    Args:
+        scale: one or more multipliers, each in (0, 2**30).
+
+    Returns:
+        int64 arrays ``m`` and ``shift`` of the same shape (shift in [1, 62]).
+
+    Raises:
+        ValueError: for a multiplier that is not positive and finite or is out of range.
+    """
+    s = np.atleast_1d(np.asarray(scale, dtype=np.float64))
+    if not np.all(np.isfinite(s)) or np.any(s <= 0):
+        raise ValueError("requantisation scales must be positive and finite")
+    frac, exp = np.frexp(s)  # s = frac * 2**exp, frac in [0.5, 1)
+    m = np.rint(frac * (1 << 31)).astype(np.int64)
+    shift = 31 - exp.astype(np.int64)
+    carry = m == (1 << 31)
+    m = np.where(carry, m >> 1, m)
+    shift = np.where(carry, shift - 1, shift)
+    if np.any(shift < 1) or np.any(shift > 62):
+        raise ValueError(f"requantisation scale out of range: {s.min()} .. {s.max()}")
+    return m, shift
+
+
+def requantize(acc: np.ndarray, m: np.ndarray, shift: np.ndarray, zero_point: int, lo: int, hi: int) -> np.ndarray:
+    """int8 ``clamp(zero_point + round_half_up(acc * m / 2**shift), lo, hi)``; m/shift broadcast on the last axis.
+
+    Args:
+        acc: int64 accumulators (values within int32).
+        m: fixed-point multipliers from :func:`quantize_multiplier`.
+        shift: right shifts from :func:`quantize_multiplier`.
+        zero_point: output zero point.
+        lo: lowest output code (fused ReLU raises it to the zero point).
+        hi: highest output code.
+    """
+    prod = acc.astype(np.int64, copy=False) * m
+    prod += np.left_shift(np.int64(1), shift - 1)
+    np.right_shift(prod, shift, out=prod)
+    prod += zero_point
+    np.clip(prod, lo, hi, out=prod)
+    return prod.astype(np.int8)
+
+
+def quantize(x: np.ndarray, scale: float, zero_point: int = 0, lo: int = -128, hi: int = 127) -> np.ndarray:
+    """Float -> int8 codes: ``clamp(round_half_even(x / scale) + zero_point, lo, hi)``."""
+    q = np.rint(np.asarray(x, dtype=np.float32) * np.float32(1.0 / scale)) + np.float32(zero_point)
+    return np.clip(q, lo, hi).astype(np.int8)
+
+
+def dequantize(q: np.ndarray, scale: float, zero_point: int = 0) -> np.ndarray:
+    """int8 codes -> float32: ``scale * (q - zero_point)``."""
+    return ((q.astype(np.float32) - np.float32(zero_point)) * np.float32(scale)).astype(np.float32)

@@ -1,0 +1,154 @@
+"""Explicit int8 ops for mnnpy's runtime from MNN's quantised representation (see ``model``).
+
+MNN decides at session creation, from ``quantInfo``, which ops run in int8 and inserts the converts. This pass does
+the same on the net before the session is made: each quantised convolution becomes ``ConvInt8`` /
+``DepthwiseConvInt8`` (int8 weights, int32 bias in units of ``s_in * s_w``, per-channel requantisation multiplier
+``s_in * s_w / s_out``, fused ReLU / ReLU6 as an output clamp), its input and output get int8 twins, and
+``FloatToInt8`` / ``Int8ToFloat`` ops are placed only where an int8 tensor meets a float producer or consumer.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+
+from mnnpy.schema import mnn_generated as fb
+
+from .model import CONVS, _ints
+
+OT = fb.OpType
+
+
+def is_quantized(net: Any) -> bool:
+    """True when the net carries feature scales (an ``mnnpy quant`` / ``mnnquant`` model)."""
+    return any(_int8_conv(op) for op in net.oplists or [])
+
+
+def _int8_conv(op: Any) -> bool:
+    q = getattr(op.main, "quanParameter", None) if op.type in CONVS and op.main is not None else None
+    return q is not None and q.type == 1 and q.scaleIn > 0 and q.scaleOut > 0
+
+
+def _codes(main: Any, oc: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """int8 codes and per-channel weight scales of a symmetric IDSTQuan weight."""
+    from mnnpy.backends.cpu.compute.quant import dequantize_idst
+
+    q = main.quanParameter
+    if q.readType != 0:
+        raise ValueError("asymmetric weight codes are not an int8 convolution")
+    alpha = np.asarray(q.alpha, np.float32).ravel()
+    if alpha.size != oc:
+        raise ValueError(f"{alpha.size} weight scales for {oc} channels")
+    w = dequantize_idst(q, oc, size).reshape(oc, -1)
+    codes = np.rint(w / np.where(alpha > 0, alpha, 1.0)[:, None])
+    return np.clip(codes, -127, 127).astype(np.int8), alpha.astype(np.float64)
+
+
+def _quant_param(scale: float, zero: int, lo: int, hi: int) -> Any:
+    p = fb.QuantizedFloatParamT()
+    p.tensorScale = np.asarray([scale], np.float32)
+    p.zeroPoint, p.clampMin, p.clampMax, p.outputZeroPoint = zero, lo, hi, zero
+    return p
+
+
+def _convert_op(kind: int, name: str, src: int, dst: int, param: Any) -> Any:
+    op = fb.OpT()
+    op.type = kind
+    op.name = name
+    op.inputIndexes = np.asarray([src], np.int32)
+    op.outputIndexes = np.asarray([dst], np.int32)
+    op.mainType = fb.OpParameter.QuantizedFloatParam
+    op.main = param
+    return op
+
+
+def _int8_op(op: Any, info: dict[int, Any]) -> Any:
+    """ConvInt8 / DepthwiseConvInt8 twin of a quantised float convolution."""
+    main = op.main
+    c = main.common
+    oc = int(c.outputCount)
+    ic = int(c.inputCount) or oc
+    icg = 1 if op.type == OT.ConvolutionDepthwise else ic // max(int(c.group), 1)
+    codes, s_w = _codes(main, oc, oc * icg * c.kernelX * c.kernelY)
+    i, o = _ints(op.inputIndexes)[0], _ints(op.outputIndexes)[0]
+    s_in, s_out = float(info[i].scale), float(info[o].scale)
+    zp_in, zp_out = int(info[i].zero), int(info[o].zero)
+    bias = np.asarray(main.bias if main.bias is not None else np.zeros(oc), np.float64)
+    sym = fb.QuantizedFloatParamT()
+    sym.weight = codes.ravel()
+    sym.bias = np.rint(bias / (s_in * s_w)).astype(np.int32)
+    sym.scale = (s_in * s_w / s_out).astype(np.float32)
+    sym.zeroPoint, sym.outputZeroPoint = zp_in, zp_out
+    lo, hi = int(info[o].min), int(info[o].max)
+    if c.relu or c.relu6:
+        lo = max(lo, zp_out)
+    if c.relu6:
+        hi = min(hi, zp_out + round(6.0 / s_out))
+    sym.clampMin, sym.clampMax = lo, hi
+    new = fb.OpT()
+    new.type = OT.DepthwiseConvInt8 if op.type == OT.ConvolutionDepthwise else OT.ConvInt8
+    new.name = op.name
+    new.mainType = fb.OpParameter.Convolution2D
+    new.main = fb.Convolution2DT()
+    new.main.common = copy.copy(c)
+    new.main.common.relu = new.main.common.relu6 = False
+    new.main.symmetricQuan = sym
+    return new
+
+
+def lower_int8(net: Any) -> Any:
+    """A copy of ``net`` where quantised convolutions run as int8 ops (mnnpy's CPU int8 kernels).
+
+    Tensors keep their indexes and names on the float side; int8 values live in new ``<name>__int8`` tensors.
+    """
+    out = copy.deepcopy(net)
+    info = {int(d.index): d.quantInfo for d in out.extraTensorDescribe or [] if d.quantInfo is not None}
+    names = [str(n) for n in out.tensorName or []]
+    int8_ops = {id(op) for op in out.oplists or [] if _int8_conv(op)
+                and all(i in info for i in _ints(op.inputIndexes)[:1] + _ints(op.outputIndexes)[:1])}
+    float_uses: dict[int, int] = {}
+    for op in out.oplists or []:
+        if id(op) not in int8_ops:
+            for i in _ints(op.inputIndexes):
+                float_uses[i] = float_uses.get(i, 0) + 1
+    outputs = {names.index(n) for n in (str(o) for o in out.outputName or []) if n in names}
+    twin: dict[int, int] = {}
+
+    def twin_of(i: int) -> int:
+        if i not in twin:
+            twin[i] = len(names)
+            names.append(f"{names[i]}__int8")
+        return twin[i]
+
+    ops: list[Any] = []
+    for op in out.oplists or []:
+        if id(op) not in int8_ops:
+            ops.append(op)
+            continue
+        i, o = _ints(op.inputIndexes)[0], _ints(op.outputIndexes)[0]
+        if i not in twin:
+            q = info[i]
+            ops.append(_convert_op(OT.FloatToInt8, f"{names[i]}__to_int8", i, twin_of(i),
+                                   _quant_param(1.0 / q.scale, int(q.zero), int(q.min), int(q.max))))
+        new = _int8_op(op, info)
+        new.inputIndexes = np.asarray([twin[i]], np.int32)
+        new.outputIndexes = np.asarray([twin_of(o)], np.int32)
+        ops.append(new)
+        if float_uses.get(o) or o in outputs:
+            q = info[o]
+            ops.append(_convert_op(OT.Int8ToFloat, f"{names[o]}__to_float", twin[o], o,
+                                   _quant_param(q.scale, int(q.zero), int(q.min), int(q.max))))
+    out.oplists = ops
+    out.tensorName = names
+    return out
+
+
+def interpreter(model: str | bytes) -> Any:
+    """An ``mnnpy.Interpreter`` that runs a quantised model with int8 kernels (float models pass unchanged)."""
+    from mnnpy.interpreter import Interpreter
+    from mnnpy.schema import load_net, net_to_bytes
+
+    net = load_net(model)
+    return Interpreter(net_to_bytes(lower_int8(net)) if is_quantized(net) else model)
