@@ -210,3 +210,18 @@ def test_conv1d(e2e: Any) -> None:
     consts = {"w": f32(6, 3, 5), "b": f32(6)}
     model = node_model("Conv", (2, 3, 17), dict(kernel_shape=[5], strides=[2], pads=[2, 2]), consts, ("w", "b"))
     e2e.check(model, {"x": f32(2, 3, 17)})
+
+
+@pytest.mark.parametrize("algo", ["im2col", "winograd:2", "winograd:4", "winograd:6", "gemm1x1", "strassen"])
+def test_forced_conv_algorithm_awkward_channels(e2e: Any, algo: str) -> None:
+    """`convAlgorithm` forces each path where it applies (13 channels, odd sizes); results match onnxruntime."""
+    consts = {"w1": f32(13, 13, 1, 1), "b1": f32(13), "w3": f32(13, 13, 3, 3), "b3": f32(13)}
+    inits = [nh.from_array(v, k) for k, v in consts.items()]
+    nodes = [h.make_node("Conv", ["x", "w1", "b1"], ["a"]),
+             h.make_node("Conv", ["a", "w3", "b3"], ["y0"], pads=[1, 1, 1, 1])]
+    graph = h.make_graph(nodes, "c", [h.make_tensor_value_info("x", T.FLOAT, [1, 13, 9, 7])],
+                         [h.make_empty_tensor_value_info("y0")], inits)
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    x = f32(1, 13, 9, 7)
+    scale = float(np.abs(e2e.ort(model, {"x": x})["y0"]).max())  # Winograd F(6,3) error grows with magnitude
+    e2e.check(model, {"x": x}, atol=1e-4 * scale, config={"convAlgorithm": algo})
