@@ -58,6 +58,18 @@ def command_flops(cmd: Any, descs: list[Any]) -> float:
     return 0.0
 
 
+def run_overhead(session: Any, ops: list[OpTime], runs: int = 10) -> tuple[float, float]:
+    """Median ms of a bare ``session.run()`` and the part no command accounts for (dispatch, hooks, layout glue)."""
+    clock = time.perf_counter
+    times = []
+    for _ in range(max(runs, 1)):
+        t0 = clock()
+        session.run()
+        times.append((clock() - t0) * 1e3)
+    whole = float(np.median(times))
+    return whole, whole - sum(o.ms for o in ops)
+
+
 def profile_session(session: Any, runs: int = 10, warmup: int = 2) -> list[OpTime]:
     """Time every command of a prepared session (inputs already set).
 
@@ -100,8 +112,9 @@ def profile_session(session: Any, runs: int = 10, warmup: int = 2) -> list[OpTim
     return result
 
 
-def profile_table(ops: list[OpTime], top: int | None = None, by_type: bool = True) -> str:
-    """The per-op table (slowest first) and a per-type summary."""
+def profile_table(ops: list[OpTime], top: int | None = None, by_type: bool = True,
+                  overhead: tuple[float, float] | None = None) -> str:
+    """The per-op table (slowest first), a per-type summary and, when given, the run's unaccounted time."""
     total = sum(o.ms for o in ops) or 1.0
     rows = sorted(ops, key=lambda o: -o.ms)[: top or len(ops)]
     lines = [f"per-op profile: {len(ops)} commands, {total:.2f} ms summed (median per op)",
@@ -120,6 +133,11 @@ def profile_table(ops: list[OpTime], top: int | None = None, by_type: bool = Tru
             flops = sum(o.flops for o in items)
             rate = f"{flops / (ms * 1e6):8.1f}" if flops and ms else " " * 8
             lines.append(f"  {key[:30]:<30} {len(items):>5} {ms:8.3f} {100 * ms / total:6.1f} {rate}".rstrip())
+    if overhead is not None:
+        whole, rest = overhead
+        per = 1e3 * rest / max(len(ops), 1)
+        lines.append(f"bare run {whole:.2f} ms (median); outside the commands {rest:.2f} ms "
+                     f"({per:.1f} us per command: dispatch and run bookkeeping; noisy when small)")
     return "\n".join(lines)
 
 

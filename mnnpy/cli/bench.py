@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from mnnpy.bench import threads
     from mnnpy.bench.engines import MnnpyEngine, open_engines, prepare_models, random_inputs
     from mnnpy.bench.measure import agreement, interleaved, report, to_record
-    from mnnpy.bench.profile import profile_session, profile_table, write_chart
+    from mnnpy.bench.profile import profile_session, profile_table, run_overhead, write_chart
 
     peers = [p.strip().lower() for p in args.compare.split(",") if p.strip()]
     names = ["mnnpy", *[p for p in peers if p != "mnnpy"]]
@@ -69,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
         ops = []
         if args.profile and ours is not None:
             ops = profile_session(ours.session, runs=max(args.runs // 2, 2), warmup=1)
-            print(profile_table(ops, top=args.top or None))
+            overhead = run_overhead(ours.session, ops, runs=max(args.runs // 2, 2))
+            print(profile_table(ops, top=args.top or None, overhead=overhead))
             if args.png:
                 why = write_chart(ops, args.png, title=f"mnnpy {Path(args.model).name}, {args.threads} thread(s)")
                 print(why or f"chart written to {args.png}")
