@@ -107,6 +107,7 @@ class VulkanBackend(Backend):
                   outputs: Sequence[TensorRef]) -> Execution | None:
         entry = registry.KERNELS.get("vulkan", {}).get(int(op_type))
         if (entry is None or not entry.cls.dtypes_ok(inputs, outputs)
+                or any(self.storage_bytes(t) > self.vdev.limits.max_storage_range for t in (*inputs, *outputs))
                 or not entry.cls.supports(op, inputs, outputs)):
             return None
         return entry.cls(self, op, inputs, outputs)

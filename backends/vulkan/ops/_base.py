@@ -95,6 +95,14 @@ class VulkanExecution(Execution):
         return binding
 
 
+def max_binding_bytes() -> int:
+    """The device's maxStorageBufferRange: the largest buffer range one shader binding may cover."""
+    from mnnpy.backends.vulkan.runtime import VulkanRuntime
+
+    shared = VulkanRuntime._shared
+    return shared.limits.max_storage_range if shared is not None else 128 << 20
+
+
 def op_param(op: Any) -> Any:
     """The op's parameter table (`fb.OpT.main`), or None."""
     return getattr(op, "main", None)

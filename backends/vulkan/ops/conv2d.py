@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from mnnpy.backends.vulkan.ops._base import FLT_MAX, VulkanExecution, op_param, vulkan_kernel
+from mnnpy.backends.vulkan.ops._base import FLT_MAX, VulkanExecution, max_binding_bytes, op_param, vulkan_kernel
 from mnnpy.schema import mnn_generated as fb
 
 from mnnpy.core.backend import TensorRef
@@ -78,9 +78,13 @@ class VulkanConv2D(VulkanExecution):
             cpu = _cpu_conv()
             params = cpu.conv2d_params(op_param(op), int(op.type), x.shape)
             cpu.conv_weights(op_param(op), params)
-            return cpu.conv2d_output_shape(params, x.shape) == y.shape
+            if cpu.conv2d_output_shape(params, x.shape) != y.shape:
+                return False
         except (ImportError, ValueError, NotImplementedError):
             return False
+        kh, kw = params.kernel
+        packed_bytes = (-(-params.out_channels // 8) * 2) * -(-x.shape[1] // 4) * kh * kw * 64
+        return packed_bytes <= max_binding_bytes()  # larger packed weights run on the CPU
 
     def encode(self) -> None:
         x, y = self.inputs[0], self.outputs[0]

@@ -105,3 +105,19 @@ def test_missing_binding_gives_the_stub() -> None:
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert res.returncode == 0, res.stderr
     assert "cannot load the Vulkan binding" in res.stdout and "RAISED vulkan" in res.stdout
+
+
+def test_tensors_beyond_the_binding_range_are_refused(vk_runtime: Any, run_op: Any, make_op: Any,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    from mnnpy.schema import mnn_generated as fb
+
+    from mnnpy.core.ir import TensorDesc
+
+    small = dataclasses.replace(vk_runtime.device.limits, max_storage_range=256)
+    monkeypatch.setattr(vk_runtime.device, "limits", small)
+    x = np.zeros((1, 100), np.float32)  # 400 bytes > 256
+    runner = run_op(fb.OpType.ReLU, make_op(fb.OpType.ReLU, fb.ReluT()), [(x, "NCHW")],
+                    [TensorDesc(x.shape, np.float32, "NCHW")])
+    assert runner.execution is None
