@@ -122,7 +122,9 @@ def run_lanes(tasks: Sequence[Callable[[], None]], threads: int) -> None:
     The first task runs on the calling thread; errors are re-raised; the BLAS pool size is restored afterwards.
     """
     want = 1 if len(tasks) > 1 else max(int(threads), 1)
-    previous = set_blas_threads(want)
+    previous = get_blas_threads()
+    if previous is not None and previous != want:
+        set_blas_threads(want)
     try:
         if len(tasks) == 1:
             tasks[0]()
