@@ -168,3 +168,22 @@ def test_on_resize_done_records_in_pre_inference(vk_runtime: Any) -> None:
     assert COUNTERS["records"] == before, "the run found the command buffer already recorded"
     got = np.array(interp.getSessionOutput(session).getNumpyData())
     np.testing.assert_allclose(got, scratch_cnn_reference(x, weights["w"], weights["b"]), rtol=1e-4, atol=1e-5)
+
+
+def test_resize_reuses_packed_weights_and_pipelines(vk_runtime: Any) -> None:
+    from mnnpy.backends.vulkan.runtime import COUNTERS
+
+    net, weights = scratch_cnn(seed=6)
+    interp = MNN.Interpreter(net_to_bytes(net))
+    session = interp.createSession({"backend": "VULKAN"})
+    interp.runSession(session)
+    before = dict(COUNTERS)
+    interp.resizeTensor(interp.getSessionInput(session), (1, 3, 16, 16))
+    interp.resizeSession(session)
+    x = RNG.standard_normal((1, 3, 16, 16)).astype(np.float32)
+    interp.getSessionInput(session).fromNumpy(x)
+    interp.runSession(session)
+    assert COUNTERS["pipelines_created"] == before["pipelines_created"]
+    assert COUNTERS["allocations"] - before["allocations"] <= 1, "only the (bigger) arena is new"
+    got = np.array(interp.getSessionOutput(session).getNumpyData())
+    np.testing.assert_allclose(got, scratch_cnn_reference(x, weights["w"], weights["b"]), rtol=1e-4, atol=1e-5)
