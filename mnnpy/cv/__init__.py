@@ -1,0 +1,29 @@
+"""`mnnpy.cv`: MNN's OpenCV look-alike (MNN 3.6.1 `MNN.cv`: 70 functions, OpenCV's constants).
+
+Images are HWC Vars (uint8 or float32) as in MNN; functions also take numpy arrays. Pixel work (colour, resize,
+warps, filters, thresholds, arithmetic) is built on `mnnpy.expr` ops evaluated by the core; geometry helpers
+(matrices, contours, drawing, calib3d) compute on the host as MNN's C++ does.
+
+Modules: `constants`, `codecs` (Pillow), `color`, `geometric`, `filter`, `misc`, `draw`, `structural`, `calib3d`.
+"""
+
+# ruff: noqa: F401, F403 - this module re-exports MNN.cv's names
+from __future__ import annotations
+
+from mnnpy.cv.codecs import haveImageReader, haveImageWriter, imdecode, imencode, imread, imwrite
+from mnnpy.cv.color import cvtColor, cvtColorTwoPlane
+from mnnpy.cv.constants import *
+from mnnpy.cv.geometric import (
+    convertMaps,
+    flip,
+    getAffineTransform,
+    getPerspectiveTransform,
+    getRectSubPix,
+    getRotationMatrix2D,
+    invertAffineTransform,
+    remap,
+    resize,
+    rotate,
+    warpAffine,
+    warpPerspective,
+)

@@ -1,0 +1,91 @@
+"""resize, warps, remap, getRectSubPix, flip, rotate and the matrix helpers against OpenCV."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from cv.cv_images import gen_images, image_ids
+
+import mnnpy as MNN  # noqa: N812 - the alias MNN scripts use
+
+IMAGES = gen_images()
+INTERS = ["INTER_NEAREST", "INTER_LINEAR", "INTER_CUBIC", "INTER_AREA"]
+BORDERS = ["BORDER_CONSTANT", "BORDER_REPLICATE", "BORDER_REFLECT", "BORDER_REFLECT_101", "BORDER_WRAP"]
+
+
+def _atol(img: np.ndarray) -> float:
+    return 2 if img.dtype == np.uint8 else 1e-3
+
+
+@pytest.mark.parametrize("img", IMAGES, ids=image_ids())
+@pytest.mark.parametrize("inter", INTERS)
+def test_resize(cv2, close, img: np.ndarray, inter: str) -> None:
+    code = getattr(cv2, inter)
+    atol = 0 if inter == "INTER_NEAREST" else _atol(img)
+    for dsize in [(13, 9), (47, 40), (img.shape[1] // 2, img.shape[0] // 3), (img.shape[1] * 2, img.shape[0] * 2)]:
+        close(MNN.cv.resize(img, dsize, interpolation=code), cv2.resize(img, dsize, interpolation=code), atol)
+    close(MNN.cv.resize(img, None, 0.5, 0.5, code), cv2.resize(img, None, fx=0.5, fy=0.5, interpolation=code), atol)
+
+
+def test_resize_photo(cv2, close, photo: np.ndarray) -> None:
+    for code in (cv2.INTER_LINEAR, cv2.INTER_AREA, cv2.INTER_CUBIC):
+        close(MNN.cv.resize(photo, (61, 47), interpolation=code), cv2.resize(photo, (61, 47), interpolation=code), 2)
+
+
+def test_resize_mean_norm(cv2, close) -> None:
+    img = IMAGES[0]
+    got = MNN.cv.resize(img, (10, 8), 0, 0, MNN.cv.INTER_LINEAR, MNN.cv.COLOR_BGR2RGB, [1, 2, 3], [0.5, 0.25, 2])
+    ref = (cv2.resize(img[..., ::-1].copy(), (10, 8)).astype(np.float32) - [1, 2, 3]) * [0.5, 0.25, 2]
+    close(got, ref, 2 * 2)
+
+
+@pytest.mark.parametrize("img", IMAGES, ids=image_ids())
+@pytest.mark.parametrize("flags", ["INTER_NEAREST", "INTER_LINEAR", "INTER_CUBIC"])
+def test_warp_affine(cv2, close, img: np.ndarray, flags: str) -> None:
+    m = cv2.getRotationMatrix2D((10.5, 7.0), 31.0, 0.85)
+    np.testing.assert_allclose(MNN.cv.getRotationMatrix2D((10.5, 7.0), 31.0, 0.85), m, atol=1e-12)
+    fl = getattr(cv2, flags)
+    for border in BORDERS:
+        bm = getattr(cv2, border)
+        ref = cv2.warpAffine(img, m, (25, 19), flags=fl, borderMode=bm, borderValue=(7, 9, 11, 13))
+        close(MNN.cv.warpAffine(img, m, (25, 19), fl, bm, (7, 9, 11, 13)), ref, _atol(img))
+    inv = cv2.warpAffine(img, m, (25, 19), flags=fl | cv2.WARP_INVERSE_MAP)
+    close(MNN.cv.warpAffine(img, m, (25, 19), fl | MNN.cv.WARP_INVERSE_MAP), inv, _atol(img))
+
+
+@pytest.mark.parametrize("img", IMAGES, ids=image_ids())
+def test_warp_perspective_and_remap(cv2, close, img: np.ndarray) -> None:
+    src = np.float32([[0, 0], [20, 2], [3, 14], [22, 16]])
+    dst = np.float32([[2, 1], [18, 0], [0, 15], [21, 13]])
+    p = cv2.getPerspectiveTransform(src, dst)
+    np.testing.assert_allclose(MNN.cv.getPerspectiveTransform(src, dst), p, rtol=1e-9, atol=1e-9)
+    for fl in (cv2.INTER_NEAREST, cv2.INTER_LINEAR):
+        close(MNN.cv.warpPerspective(img, p, (23, 17), fl), cv2.warpPerspective(img, p, (23, 17), flags=fl), _atol(img))
+    rs = np.random.RandomState(1)
+    mx = (rs.rand(11, 13) * (img.shape[1] + 4) - 2).astype(np.float32)
+    my = (rs.rand(11, 13) * (img.shape[0] + 4) - 2).astype(np.float32)
+    for fl in (cv2.INTER_NEAREST, cv2.INTER_LINEAR, cv2.INTER_CUBIC):
+        for bm in (cv2.BORDER_CONSTANT, cv2.BORDER_REPLICATE, cv2.BORDER_REFLECT_101):
+            close(MNN.cv.remap(img, mx, my, fl, bm), cv2.remap(img, mx, my, fl, borderMode=bm), _atol(img))
+
+
+def test_affine_helpers(cv2) -> None:
+    src = np.float32([[0, 0], [10, 1], [2, 9]])
+    dst = np.float32([[1, 2], [12, 0], [0, 11]])
+    m = cv2.getAffineTransform(src, dst)
+    np.testing.assert_allclose(MNN.cv.getAffineTransform(src, dst), m, atol=1e-9)
+    np.testing.assert_allclose(MNN.cv.invertAffineTransform(m), cv2.invertAffineTransform(m), atol=1e-9)
+
+
+@pytest.mark.parametrize("img", [im for im in IMAGES if im.ndim == 2 or im.shape[2] in (1, 3)])
+def test_get_rect_sub_pix(cv2, close, img: np.ndarray) -> None:
+    for center in [(10.3, 7.6), (0.2, 1.5), (img.shape[1] - 0.7, img.shape[0] + 1.2)]:
+        close(MNN.cv.getRectSubPix(img, (9, 7), center), cv2.getRectSubPix(img, (9, 7), center), _atol(img))
+
+
+@pytest.mark.parametrize("img", IMAGES, ids=image_ids())
+def test_flip_rotate(cv2, close, img: np.ndarray) -> None:
+    for code in (0, 1, -1):
+        close(MNN.cv.flip(img, code), cv2.flip(img, code), 0)
+    for code in (cv2.ROTATE_90_CLOCKWISE, cv2.ROTATE_180, cv2.ROTATE_90_COUNTERCLOCKWISE):
+        close(MNN.cv.rotate(img, code), cv2.rotate(img, code), 0)
