@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
@@ -38,6 +39,7 @@ SHAPES: dict[int, ShapeEntry] = {}
 GEOMETRY: dict[int, Callable[..., Any]] = {}
 KERNELS: dict[str, dict[int, KernelEntry]] = {}
 _LOADED: set[str] = set()
+_LOCK = threading.RLock()
 
 
 def shape_fn(*op_types: int, needs_values: tuple[int, ...] = ()) -> Callable[[Callable], Callable]:
@@ -91,10 +93,13 @@ def cpu_kernel(*op_types: int, formats: tuple[str, ...] = ("NCHW",)) -> Callable
 def import_all(package: str) -> ModuleType:
     """Import every module of a package once (pkgutil discovery; registration happens by decorator)."""
     pkg = importlib.import_module(package)
-    if package not in _LOADED:
-        _LOADED.add(package)
-        for info in pkgutil.iter_modules(pkg.__path__):
-            importlib.import_module(f"{package}.{info.name}")
+    if package in _LOADED:
+        return pkg
+    with _LOCK:  # two threads creating their first sessions must not see a half-filled registry
+        if package not in _LOADED:
+            for info in pkgutil.iter_modules(pkg.__path__):
+                importlib.import_module(f"{package}.{info.name}")
+            _LOADED.add(package)
     return pkg
 
 
@@ -114,8 +119,12 @@ def get_runtime(name: str) -> Runtime:
         BackendUnavailable: the backend is not installed or has no device here.
     """
     key = name.lower()
-    if key in _RUNTIMES:
-        return _RUNTIMES[key]
+    with _LOCK:
+        return _RUNTIMES[key] if key in _RUNTIMES else _load_runtime(key)
+
+
+def _load_runtime(key: str) -> Runtime:
+    """Import a backend package and create its Runtime (called under the registry lock)."""
     try:
         module = importlib.import_module(f"mnnpy.backends.{key}")
     except ImportError as exc:
