@@ -93,6 +93,8 @@ CASES = [
     case("avgpool_pad_exclude", [node("AveragePool", ["x"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])], {"x": X13}),
     case("avgpool_pad_include", [node("AveragePool", ["x"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
                                       count_include_pad=1)], {"x": X13}),
+    case("avgpool_asymmetric_include", [node("AveragePool", ["x"], kernel_shape=[3, 3], pads=[0, 1, 2, 0],
+                                             count_include_pad=1)], {"x": X13}),
     case("global_avgpool", [node("GlobalAveragePool", ["x"])], {"x": X13}),
     case("global_maxpool", [node("GlobalMaxPool", ["x"])], {"x": X13}),
     case("gemm", [node("Gemm", ["x", "w", "b"], transB=1, alpha=0.5, beta=2.0)], {"x": [3, 7]},

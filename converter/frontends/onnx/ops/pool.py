@@ -34,6 +34,13 @@ def _pool(ctx: Context, node: OnnxNode, pool_type: int, auto_pad: str, ceil_mode
         if shape is not None and len(shape) == 4 and None not in shape[2:]:
             pads = _ceil_as_floor_pads(shape[2:], kernel_shape, strides or [1, 1], pads or [0, 0, 0, 0])
             ceil_mode = 0
+    if pool_type == fb.PoolType.AVEPOOL and count_include_pad and pads is not None and \
+            auto_pad in ("NOTSET", "") and (pads[0] != pads[2] or pads[1] != pads[3]):
+        # MNN 3.6.1 averages asymmetric padding wrongly when padding counts: pad explicitly with zeros instead
+        pad_param = fb.PadParamT()
+        pairs = np.asarray([0, 0, 0, 0, pads[0], pads[2], pads[1], pads[3]], np.int32)
+        x = ctx.out(OP.Padding, [x, ctx.const(pairs, "pads")], None, PARAM.PadParam, pad_param, name="Padding")
+        pads = None
     param = fb.PoolT()
     param.type = pool_type
     param.kernelY, param.kernelX = kernel_shape
