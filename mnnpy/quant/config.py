@@ -49,6 +49,7 @@ class QuantConfig:
     weight_clamp: int = 127
     batch_size: int = 1
     skip_ops: list[str] = field(default_factory=list)
+    limit: int | None = None  # used_image_num: samples to use (files, or samples across .npy batches)
 
 
 def _choice(raw: dict[str, Any], key: str, allowed: tuple[str, ...], default: str) -> str:
@@ -103,7 +104,7 @@ def load_config(source: str | Path | dict[str, Any], base: str | Path | None = N
     input_type = str(raw.get("input_type", "npy" if files[0].suffix in ARRAY_EXT else "image")).lower()
     if input_type not in ("image", "npy", "sequence"):
         raise QuantConfigError(f"input_type {input_type!r} is not supported (image, npy)")
-    cfg = QuantConfig(files=files, input_type="image" if input_type == "image" else "npy")
+    cfg = QuantConfig(files=files, input_type="image" if input_type == "image" else "npy", limit=limit)
     cfg.format = _choice(raw, "format", tuple(FORMATS), "RGB")
     for key in ("mean", "normal"):
         value = raw.get(key, [0.0] if key == "mean" else [1.0])
@@ -172,7 +173,7 @@ def load_samples(cfg: QuantConfig, inputs: dict[str, tuple[int, ...]]) -> list[d
             raise QuantConfigError(f"{path}: inputs hold different sample counts {sorted(count)}")
         for i in range(count.pop()):
             samples.append({k: v[i] for k, v in batch.items()})
-    return samples
+    return samples[: cfg.limit] if cfg.limit else samples
 
 
 def _shaped(path: Path, name: str, value: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

@@ -1,10 +1,12 @@
-"""Small CNNs for the quantisation tests, built with onnx.helper (random weights, no fixtures)."""
+"""Fixtures of the quantisation tests: a small ResNet-style CNN (onnx.helper, random weights), converted with the
+official converter, and generated calibration / held-out inputs."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 
 def resnet_block_onnx(path: Path, seed: int = 0, width: int = 32, size: int = 16) -> Path:
@@ -69,3 +71,25 @@ def calibration_inputs(count: int, size: int = 16, seed: int = 1) -> np.ndarray:
     ramp = np.linspace(-0.5, 0.5, size, dtype=np.float32)
     return np.clip(blur * 0.5 + ramp[None, None, None, :] * rng.uniform(-1, 1, (count, 3, 1, 1)), -1, 1).astype(
         np.float32)
+
+
+SIZE = 16
+
+
+@pytest.fixture(scope="session")
+def cnn(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The block model as ONNX, as official-MNN fp32 .mnn, and 20 calibration inputs as .npy."""
+    pytest.importorskip("onnx")
+    from support.official import convert
+
+    root = tmp_path_factory.mktemp("qcnn")
+    src = resnet_block_onnx(root / "m.onnx", width=32, size=SIZE)
+    mnn = convert(src, root / "m.mnn")
+    np.save(root / "cal.npy", calibration_inputs(20, SIZE, seed=1))
+    return {"onnx": src, "mnn": mnn, "cal": root / "cal.npy", "root": root}
+
+
+@pytest.fixture(scope="session")
+def held_out() -> np.ndarray:
+    """Inputs never seen by calibration [16, 3, SIZE, SIZE]."""
+    return calibration_inputs(16, SIZE, seed=7)
