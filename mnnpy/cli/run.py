@@ -67,5 +67,7 @@ def run(args: argparse.Namespace) -> int:
           f"{mem.get('tensor_bytes', 0)} B of tensors")
     if args.info:
         for cmd in info["commands"]:
-            print(f"  {cmd['type']:<22} {cmd['name']:<36} {cmd.get('backend', '')} {cmd.get('algorithm', '')}")
+            outs = " ".join(cmd.get("outputs", []))
+            print(f"  {cmd['type']:<22} {cmd['name'][:36]:<36} {cmd.get('backend', ''):<6} "
+                  f"{cmd.get('algorithm', ''):<16} {outs}")
     return 0

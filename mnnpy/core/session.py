@@ -246,11 +246,20 @@ class Session:
 
     # *** introspection ***
     def info(self) -> dict[str, Any]:
-        """Per command: backend, algorithm, plan; plus the memory plan (arena bytes vs sum of tensor bytes)."""
+        """What pre-inference decided (mnnpy's own; MNN shows parts of it through `getSessionInfo`).
+
+        Returns:
+            `commands`: per command its name, type, backend, algorithm (for convolutions also the unit, the costs
+            compared and the reason) and output shapes/formats; `memory`: the arena size against the sum of the
+            planned tensor sizes; `folded_ops`: ops computed at resize time; `resize_seconds`.
+        """
+        if self.graph is None:
+            return {"backend": self.main.name, "commands": [], "memory": {}, "folded_ops": 0, "resize_seconds": 0.0}
         cmds = []
         for c in self.commands:
-            item = {"name": c.name, "type": "Raster" if c.op_type == RASTER else op_type_name(c.op_type), **c.info}
-            cmds.append(item)
-        mem = self.main.memory_info()
+            outs = [f"{self.graph.desc(o).shape}:{self.graph.desc(o).fmt}" for o in c.outputs]
+            cmds.append({"name": c.name, "type": "Raster" if c.op_type == RASTER else op_type_name(c.op_type),
+                         **c.info, "outputs": outs})
+        mem = {**self.main.memory_info(), "commands": len(self.commands)}
         return {"backend": self.main.name, "commands": cmds, "memory": mem, "folded_ops": self.graph.folded,
                 "resize_seconds": self.resize_time}
