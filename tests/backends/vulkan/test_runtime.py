@@ -121,3 +121,29 @@ def test_tensors_beyond_the_binding_range_are_refused(vk_runtime: Any, run_op: A
     runner = run_op(fb.OpType.ReLU, make_op(fb.OpType.ReLU, fb.ReluT()), [(x, "NCHW")],
                     [TensorDesc(x.shape, np.float32, "NCHW")])
     assert runner.execution is None
+
+
+def test_foreign_input_is_mirrored_and_refreshed(vk_runtime: Any, make_op: Any) -> None:
+    from mnnpy.backends.vulkan import layout
+    from mnnpy.schema import mnn_generated as fb
+
+    from mnnpy.core.backend import StorageType, TensorRef
+    from mnnpy.core.ir import TensorDesc
+
+    backend = vk_runtime.create_backend()
+    desc = TensorDesc((1, 13, 2, 3), np.float32, "NC4HW4")
+    foreign = TensorRef(0, desc, array=np.zeros(desc.physical_shape, np.float32))  # owned by another backend
+    out = TensorRef(1, desc)
+    backend.on_resize_begin()
+    execution = backend.on_create(fb.OpType.ReLU, make_op(fb.OpType.ReLU, fb.ReluT()), [foreign], [out])
+    backend.on_acquire(out, StorageType.DYNAMIC)
+    backend.on_resize_end()
+    execution.on_resize()
+    assert backend.eager and execution.imports
+    for scale in (1.0, -2.0):
+        x = (np.arange(78, dtype=np.float32).reshape(desc.shape) - 30) * scale
+        layout.from_nchw(desc, x, foreign.array)  # the other backend writes its own memory
+        backend.on_execute_begin()
+        execution.on_execute()
+        backend.on_execute_end()
+        np.testing.assert_array_equal(layout.to_nchw(desc, out.array), np.maximum(x, 0))
