@@ -13,6 +13,24 @@ from __future__ import annotations
 from mnnpy.cv.codecs import haveImageReader, haveImageWriter, imdecode, imencode, imread, imwrite
 from mnnpy.cv.color import cvtColor, cvtColorTwoPlane
 from mnnpy.cv.constants import *
+from mnnpy.cv.filter import (
+    GaussianBlur,
+    Laplacian,
+    Scharr,
+    Sobel,
+    bilateralFilter,
+    blur,
+    boxFilter,
+    filter2D,
+    getDerivKernels,
+    getGaborKernel,
+    getGaussianKernel,
+    pyrDown,
+    pyrUp,
+    sepFilter2D,
+    spatialGradient,
+    sqrBoxFilter,
+)
 from mnnpy.cv.geometric import (
     convertMaps,
     flip,
@@ -27,3 +45,4 @@ from mnnpy.cv.geometric import (
     warpAffine,
     warpPerspective,
 )
+from mnnpy.cv.morph import dilate, erode, getStructuringElement
