@@ -4,8 +4,8 @@
 * ``OrtEngine``: onnxruntime on the .onnx, ``intra_op_num_threads`` = threads, spinning off (interleaved runs).
 * ``MnnEngine``: the official MNN wheel on a .mnn. Engine ``mnn`` runs the same file as mnnpy (our .mnn is MNN's
   format): one graph, two runtimes. Engine ``mnn-cvt`` runs MNN's own converter's file (its graph optimisations
-  included: MNN as a product). MNN 3.6.1's converter output for tools/bench_models.py's ResNet-18 computes all
-  zeros in MNN 3.6.1: the agreement column shows such cases.
+  included: MNN as a product). One of several conversions of tools/bench_models.py's ResNet-18 by MNN 3.6.1's
+  converter gave a file whose outputs were all zeros; the agreement column shows such cases.
 
 ``prepare_models`` does the conversions; a peer that is not installed, or cannot convert or run the model, becomes
 a ``Missing`` entry with the reason, never an exception.
