@@ -78,26 +78,30 @@ def graph_to_net(graph: Graph, biz_code: str = "MNN") -> fb.NetT:
         return index[name]
 
     ops: list[fb.OpT] = []
+
+    def emit_const(name: str) -> None:
+        const = fb.OpT()
+        const.type = fb.OpType.Const
+        const.name = name
+        const.mainType = fb.OpParameter.Blob
+        const.main = make_blob(graph.constants[name])
+        const.outputIndexes = [tensor(name)]
+        ops.append(const)
+        produced.add(name)
+
+    produced: set[str] = set(graph.inputs)
     for name, spec in graph.inputs.items():
         tensor(name)
         op = _input_op(name, spec.shape, spec.dtype)
         op.outputIndexes = [index[name]]
         ops.append(op)
-    produced = set(graph.inputs)
     for node in graph.topological_order():
         for name in node.inputs:
             if name in produced or not name:
                 continue
             if name not in graph.constants:
                 raise ConvertError(f"op '{node.name}' reads tensor '{name}' that nothing produces")
-            const = fb.OpT()
-            const.type = fb.OpType.Const
-            const.name = name
-            const.mainType = fb.OpParameter.Blob
-            const.main = make_blob(graph.constants[name])
-            const.outputIndexes = [tensor(name)]
-            ops.append(const)
-            produced.add(name)
+            emit_const(name)
         if "" in node.inputs:
             raise ConvertError(f"op '{node.name}' has an empty input name")
         for name in node.inputs + node.outputs:
@@ -106,9 +110,9 @@ def graph_to_net(graph: Graph, biz_code: str = "MNN") -> fb.NetT:
         produced.update(node.outputs)
     for name in graph.outputs:
         if name not in produced:
-            if name in graph.constants:
-                raise ConvertError(f"graph output '{name}' is a constant; MNN models cannot output constants")
-            raise ConvertError(f"graph output '{name}' is not produced by any op")
+            if name not in graph.constants:
+                raise ConvertError(f"graph output '{name}' is not produced by any op")
+            emit_const(name)  # a constant output is a Const op (MNN can return it like any tensor)
     net = fb.NetT()
     net.bizCode = biz_code
     net.extraInfo = fb.ExtraInfoT()

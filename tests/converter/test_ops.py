@@ -57,6 +57,8 @@ CASES = [
          {"x": X13, "s": [13], "b": [13], "m": [13]}, {"v": rand(13, low=0.5, high=1.5)}),
     case("lp_pool", [node("LpPool", ["x"], kernel_shape=[2, 3], pads=[1, 0, 1, 1], p=3)], {"x": X13}, opset=18),
     case("unsqueeze_negative", [node("Unsqueeze", ["x", "a"])], {"x": X3}, {"a": np.array([-1, 0], np.int64)}),
+    case("constant_output", [node("Constant", [], ["c"], value=oh.make_tensor("v", F, [2], [1.0, 2.0])),
+                             node("Relu", ["x"])], {"x": X13}, outputs=["y", "c"]),
     case("relu", [node("Relu", ["x"])], {"x": X13}),
     case("leaky_relu", [node("LeakyRelu", ["x"], alpha=0.2)], {"x": X13}),
     case("clip11", [node("Clip", ["x", "lo", "hi"])], {"x": X13},
