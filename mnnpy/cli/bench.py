@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         ops = []
         if args.profile and ours is not None:
             ops = profile_session(ours.session, runs=max(args.runs // 2, 2), warmup=1)
-            overhead = run_overhead(ours.session, ops, runs=max(args.runs // 2, 2))
+            overhead = run_overhead(ours.session, runs=max(args.runs // 2, 2))
             print(profile_table(ops, top=args.top or None, overhead=overhead))
             if args.png:
                 why = write_chart(ops, args.png, title=f"mnnpy {Path(args.model).name}, {args.threads} thread(s)")
