@@ -51,6 +51,8 @@ CASES = [
                                  output_padding=[1, 1])], {"x": X3}, {"w": rand(3, 4, 3, 3), "b": rand(4)}),
     case("conv_transpose_depthwise_runtime", [node("ConvTranspose", ["x", "w"], group=3, strides=[2, 2])],
          {"x": X3, "w": [3, 1, 3, 3]}),
+    case("conv_transpose_output_shape", [node("ConvTranspose", ["x", "w"], strides=[3, 2], output_shape=[19, 12])],
+         {"x": X3}, {"w": rand(3, 2, 3, 3)}),
     case("batchnorm", [node("BatchNormalization", ["x", "s", "b", "m", "v"])], {"x": X13},
          {"s": rand(13), "b": rand(13), "m": rand(13), "v": rand(13, low=0.5, high=1.5)}),
     case("batchnorm_runtime_stats", [node("BatchNormalization", ["x", "s", "b", "m", "v"])],

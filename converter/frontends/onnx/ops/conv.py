@@ -182,12 +182,44 @@ def conv(ctx: Context, node: OnnxNode, *, auto_pad: str = "NOTSET", dilations: l
         ctx.squeeze(out, [3], output=node.outputs[0])
 
 
+def _output_shape_pads(ctx: Context, node: OnnxNode, kernel: list[int | None] | None, strides: list[int] | None,
+                       dilations: list[int] | None, output_padding: list[int] | None, output_shape: list[int],
+                       auto_pad: str) -> tuple[list[int], list[int]]:
+    shape = ctx.shape(node.inputs[0])
+    if shape is None or len(shape) != 4 or None in shape[2:] or kernel is None or None in kernel:
+        raise UseFunctionBody(f"{node.label()}: output_shape needs known input and kernel sizes")
+    out_hw = list(output_shape[-2:])
+    begins, ends, extra = [], [], []
+    for i in range(2):
+        s, d = (strides or [1, 1])[i], (dilations or [1, 1])[i]
+        op = (output_padding or [0, 0])[i]
+        total = s * (int(shape[2 + i]) - 1) + op + (int(kernel[i]) - 1) * d + 1 - int(out_hw[i])
+        extra.append(op + max(-total, 0))
+        total = max(total, 0)
+        if auto_pad == "SAME_UPPER":
+            begins.append(total // 2)
+            ends.append(total - total // 2)
+        else:
+            begins.append(total - total // 2)
+            ends.append(total // 2)
+    return begins + ends, extra
+
+
 @onnx_op("ConvTranspose")
 def conv_transpose(ctx: Context, node: OnnxNode, *, auto_pad: str = "NOTSET", dilations: list[int] | None = None,
                    group: int = 1, kernel_shape: list[int] | None = None, output_padding: list[int] | None = None,
                    output_shape: list[int] | None = None, pads: list[int] | None = None,
                    strides: list[int] | None = None) -> None:
-    """ConvTranspose -> Deconvolution (weight kept as ONNX's [ic, oc/group, kh, kw])."""
+    """ConvTranspose -> Deconvolution (weight kept as ONNX's [ic, oc/group, kh, kw]).
+
+    An output_shape attribute is turned into explicit pads (ONNX's formula) when the input size is known.
+    """
+    if output_shape is not None:
+        w_shape = ctx.shape(node.inputs[1])
+        kernel = kernel_shape or (None if w_shape is None else w_shape[2:])
+        pads, output_padding = _output_shape_pads(ctx, node, kernel, strides, dilations, output_padding,
+                                                  output_shape, auto_pad)
+        output_shape, auto_pad = None, "NOTSET"
     if ctx.value(node.inputs[1]) is None and output_shape is None:
         _dynamic_conv(ctx, node, OP.Deconvolution, auto_pad, dilations, group, kernel_shape, pads, strides,
                       output_padding)
