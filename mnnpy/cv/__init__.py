@@ -45,4 +45,21 @@ from mnnpy.cv.geometric import (
     warpAffine,
     warpPerspective,
 )
+from mnnpy.cv.misc import (
+    adaptiveThreshold,
+    addWeighted,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
+    blendLinear,
+    calcHist,
+    copyTo,
+    hconcat,
+    mean,
+    merge,
+    normalize,
+    split,
+    threshold,
+    vconcat,
+)
 from mnnpy.cv.morph import dilate, erode, getStructuringElement

@@ -1,0 +1,91 @@
+"""Thresholds, arithmetic and array helpers against OpenCV."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from cv.cv_images import gen_images, image_ids
+
+import mnnpy as MNN  # noqa: N812 - the alias MNN scripts use
+
+IMAGES = gen_images()
+KINDS = ["THRESH_BINARY", "THRESH_BINARY_INV", "THRESH_TRUNC", "THRESH_TOZERO", "THRESH_TOZERO_INV"]
+
+
+@pytest.mark.parametrize("img", IMAGES, ids=image_ids())
+@pytest.mark.parametrize("kind", KINDS)
+def test_threshold(cv2, close, img: np.ndarray, kind: str) -> None:
+    t = getattr(cv2, kind)
+    close(MNN.cv.threshold(img, 100.5, 200.7, t), cv2.threshold(img, 100.5, 200.7, t)[1], 0)
+
+
+def test_threshold_otsu(cv2, close, photo: np.ndarray) -> None:
+    gray = cv2.cvtColor(photo, cv2.COLOR_BGR2GRAY)
+    close(MNN.cv.threshold(gray, 0, 255, cv2.THRESH_BINARY | cv2.THRESH_OTSU),
+          cv2.threshold(gray, 0, 255, cv2.THRESH_BINARY | cv2.THRESH_OTSU)[1], 0)
+
+
+@pytest.mark.parametrize("method", ["ADAPTIVE_THRESH_MEAN_C", "ADAPTIVE_THRESH_GAUSSIAN_C"])
+@pytest.mark.parametrize("kind", ["THRESH_BINARY", "THRESH_BINARY_INV"])
+def test_adaptive_threshold(cv2, close, photo: np.ndarray, method: str, kind: str) -> None:
+    gray = np.ascontiguousarray(photo[:, :, 1])
+    m, t = getattr(cv2, method), getattr(cv2, kind)
+    for c in (2, -3.5):
+        got = MNN.cv.adaptiveThreshold(gray, 255, m, t, 7, c).read().reshape(gray.shape)
+        ref = cv2.adaptiveThreshold(gray, 255, m, t, 7, c)
+        # the Gaussian local mean can sit exactly on the threshold; OpenCV then rarely differs by one level
+        allowed = 0 if method.endswith("MEAN_C") else gray.size // 1000
+        assert np.count_nonzero(got != ref) <= allowed
+
+
+@pytest.mark.parametrize("img", IMAGES, ids=image_ids())
+def test_arithmetic(cv2, close, img: np.ndarray) -> None:
+    other = np.ascontiguousarray(img[::-1])
+    atol = 0 if img.dtype == np.uint8 else 1e-3
+    # uint8: OpenCV's SIMD float arithmetic can land the other side of a .5 tie
+    close(MNN.cv.addWeighted(img, 0.3, other, 0.6, 5.5), cv2.addWeighted(img, 0.3, other, 0.6, 5.5), atol or 1)
+    w1 = np.random.RandomState(0).rand(*img.shape[:2]).astype(np.float32)
+    w2 = (1 - w1).astype(np.float32)
+    close(MNN.cv.blendLinear(img, other, w1, w2), cv2.blendLinear(img, other, w1, w2), 1 if atol == 0 else 1e-3)
+
+
+@pytest.mark.parametrize("img", IMAGES, ids=image_ids())
+def test_concat_split_merge(cv2, close, img: np.ndarray) -> None:
+    close(MNN.cv.hconcat([img, img[:, :5]]), cv2.hconcat([img, np.ascontiguousarray(img[:, :5])]), 0)
+    close(MNN.cv.vconcat([img, img[:4]]), cv2.vconcat([img, np.ascontiguousarray(img[:4])]), 0)
+    planes = MNN.cv.split(img)
+    ref = cv2.split(img)
+    assert len(planes) == len(ref)
+    for got, want in zip(planes, ref, strict=True):
+        close(got, want, 0)
+    close(MNN.cv.merge(planes), cv2.merge(ref), 0)
+
+
+@pytest.mark.parametrize("img", IMAGES, ids=image_ids())
+def test_normalize_mean(cv2, close, img: np.ndarray) -> None:
+    for kind in ("NORM_MINMAX", "NORM_L2", "NORM_L1", "NORM_INF"):
+        nt = getattr(cv2, kind)
+        a, b = (10.0, 200.0) if kind == "NORM_MINMAX" else (100.0, 0.0)
+        ref = cv2.normalize(img, None, a, b, nt)
+        close(MNN.cv.normalize(img, None, a, b, nt), ref, 0 if img.dtype == np.uint8 and kind != "NORM_L1" else 1e-3)
+    mask = (np.arange(img.shape[0] * img.shape[1]).reshape(img.shape[:2]) % 3 == 0).astype(np.uint8)
+    np.testing.assert_allclose(MNN.cv.mean(img), cv2.mean(img), rtol=1e-5)
+    np.testing.assert_allclose(MNN.cv.mean(img, mask), cv2.mean(img, mask=mask), rtol=1e-5)
+
+
+def test_bitwise_copy(cv2, close) -> None:
+    rs = np.random.RandomState(2)
+    a = rs.randint(0, 256, (13, 17, 3)).astype(np.uint8)
+    b = rs.randint(0, 256, (13, 17, 3)).astype(np.uint8)
+    mask = rs.randint(0, 2, (13, 17)).astype(np.uint8)
+    for name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        close(getattr(MNN.cv, name)(a, b), getattr(cv2, name)(a, b), 0)
+        close(getattr(MNN.cv, name)(a, b, mask=mask), getattr(cv2, name)(a, b, mask=mask), 0)
+    close(MNN.cv.copyTo(a, mask, b), cv2.copyTo(a, mask, b.copy()), 0)
+
+
+def test_calc_hist(cv2, close, photo: np.ndarray) -> None:
+    for ch, bins, rng in [(0, [256], [0, 256]), (1, [16], [0, 256]), (2, [10], [50, 200])]:
+        close(MNN.cv.calcHist([photo], [ch], None, bins, rng), cv2.calcHist([photo], [ch], None, bins, rng), 0)
+    mask = (photo[:, :, 0] > 100).astype(np.uint8)
+    close(MNN.cv.calcHist([photo], [1], mask, [32], [0, 256]), cv2.calcHist([photo], [1], mask, [32], [0, 256]), 0)
