@@ -1,8 +1,10 @@
 """Activation ranges from running the float model on the CPU backend (``runSessionWithCallBack``).
 
 Methods (``feature_quantize_method``): ``MAX_ABS`` (largest magnitude seen), ``EMA`` (exponential moving average of
-per-batch maxima, momentum 0.9), ``KL`` (a 2048-bin histogram of |x| per tensor, then the clipping threshold whose
-128-level quantisation loses the least information, as TensorRT's and MNN's entropy calibration).
+per-batch maxima, momentum 0.9), ``KL`` (a 2048-bin histogram of non-zero |x| per tensor, then the clipping threshold
+whose 128-level quantisation loses the least information, as TensorRT's and MNN's entropy calibration; the entropy
+minimum over-clips heavy-tailed activations, so the threshold never goes below the 99.99th percentile), and, as an
+mnnpy extension, ``MSE`` (the threshold with the least expected squared error, rounding plus clipping).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import numpy as np
 BINS = 2048
 LEVELS = 128
 EMA_MOMENTUM = 0.9
+KL_FLOOR_PERCENTILE = 0.9999
 
 
 def kl_threshold(hist: np.ndarray, levels: int = LEVELS, step: int = 1) -> int:
@@ -53,6 +56,25 @@ def kl_threshold(hist: np.ndarray, levels: int = LEVELS, step: int = 1) -> int:
     return best
 
 
+def mse_threshold(hist: np.ndarray, top: float, clamp: int = 127) -> float:
+    """Clipping threshold minimising the expected squared error of ``clamp``-level symmetric quantisation."""
+    hist = np.asarray(hist, np.float64)
+    centers = (np.arange(hist.size) + 0.5) * top / hist.size
+    best, best_err = top, np.inf
+    for k in range(hist.size // 32, hist.size + 1, 8):
+        t = k * top / hist.size
+        err = hist[:k].sum() * (t / clamp) ** 2 / 12 + float((hist[k:] * (centers[k:] - t) ** 2).sum())
+        if err < best_err:
+            best, best_err = t, err
+    return best
+
+
+def percentile_threshold(hist: np.ndarray, top: float, q: float = KL_FLOOR_PERCENTILE) -> float:
+    """Upper edge of the histogram bin holding the ``q`` quantile."""
+    cdf = np.cumsum(hist) / max(float(np.sum(hist)), 1.0)
+    return (int(np.searchsorted(cdf, q)) + 1) * top / len(hist)
+
+
 class Observer:
     """Per-tensor statistics across calibration runs."""
 
@@ -85,9 +107,13 @@ class Observer:
             return 0.0
         if self.method == "EMA":
             return self.ema[index]
-        if self.method == "KL" and index in self.hist:
-            keep = kl_threshold(self.hist[index])
-            return (keep + 0.5) * top / BINS if keep < BINS else top
+        hist = self.hist.get(index)
+        if self.method == "KL" and hist is not None:
+            keep = kl_threshold(hist)
+            kl = (keep + 0.5) * top / BINS if keep < BINS else top
+            return min(top, max(kl, percentile_threshold(hist, top)))
+        if self.method == "MSE" and hist is not None:
+            return mse_threshold(hist, top)
         return top
 
 
@@ -99,7 +125,7 @@ def calibrate(model: str | bytes, samples: list[dict[str, np.ndarray]], targets:
         model: the float .mnn (path or bytes).
         samples: inputs by name.
         targets: op name -> (input tensor indexes, output tensor indexes) to observe (None entries are skipped).
-        method: KL / EMA / MAX_ABS.
+        method: KL / EMA / MAX_ABS / MSE.
         progress: optional sink for progress lines.
 
     Returns:
@@ -110,7 +136,7 @@ def calibrate(model: str | bytes, samples: list[dict[str, np.ndarray]], targets:
     interp = Interpreter(model)
     session = interp.createSession({"backend": "CPU", "numThread": 1})
     obs = Observer(method)
-    passes = (obs.first_pass, obs.second_pass) if method == "KL" else (obs.first_pass,)
+    passes = (obs.first_pass, obs.second_pass) if method in ("KL", "MSE") else (obs.first_pass,)
     for k, record in enumerate(passes):
         def seen(tensors: list, indexes: list, record: Callable[[int, np.ndarray], None] = record) -> None:
             for t, i in zip(tensors, indexes, strict=False):

@@ -2,7 +2,8 @@
 
 Keys: ``path`` (image folder, ``.npy``/``.npz`` file, or a folder of them), ``format`` (RGB/BGR/RGBA/GRAY),
 ``mean``/``normal`` (``dst = (src - mean) * normal``), ``width``/``height``, ``used_image_num``,
-``feature_quantize_method`` (KL / EMA / MAX_ABS), ``weight_quantize_method`` (MAX_ABS / ADMM),
+``feature_quantize_method`` (KL / EMA / MAX_ABS; MSE as an mnnpy extension),
+``weight_quantize_method`` (MAX_ABS / ADMM),
 ``feature_clamp_value``, ``weight_clamp_value``, ``batch_size`` (EMA), ``quant_bits`` (8),
 ``skip_quant_op_names``, ``input_type`` (``image`` or ``npy``). Everything is checked before any work starts.
 """
@@ -18,7 +19,7 @@ import numpy as np
 
 from mnnpy.schema.errors import ModelError
 
-FEATURE_METHODS = ("KL", "EMA", "MAX_ABS")
+FEATURE_METHODS = ("KL", "EMA", "MAX_ABS", "MSE")
 WEIGHT_METHODS = ("MAX_ABS", "ADMM")
 FORMATS = {"RGB": 3, "BGR": 3, "RGBA": 4, "BGRA": 4, "GRAY": 1}
 IMAGE_EXT = (".jpg", ".jpeg", ".png", ".bmp")

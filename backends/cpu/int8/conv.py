@@ -3,8 +3,9 @@
 The input is widened once to ``x - zero_point`` rows in NHWC order with one extra zero row. For every kernel tap
 the table holds, per output pixel, the index of the input row it reads (the zero row for padding). The kernel then
 accumulates ``rows[table[tap]] @ W[tap]`` over taps. Products and sums of 8-bit values are exact in the float
-carrier used for the GEMM (float32 while ``K * 255 * 128 < 2**24``, float64 otherwise, exact below 2**53), so the
-accumulator equals int32 accumulation bit for bit; requantisation to int8 happens before the result leaves.
+carriers: each tap's GEMM runs in float32 while ``ic * max|x - zp| * max|w| < 2**24`` (float64 otherwise) and the
+taps are summed in float32 or float64 under the same rule (float64 is exact below 2**53), so the accumulator equals
+int32 accumulation bit for bit; requantisation to int8 happens before the result leaves.
 3x3 depthwise convolutions take a specialised path over strided views of the padded input.
 """
 
@@ -80,10 +81,10 @@ class Int8Conv:
         oc, icg, kh, kw = params.weight.shape
         self.in_shape = (n, c, h, w)
         self.taps = kh * kw
-        ky, kx = kh, kw
-        bound = icg * ky * kx * 255 * 128
-        self.carrier = np.float32 if bound < (1 << 24) else np.float64
         wz = params.weight.astype(np.int32) - params.weight_zero
+        tap_bound = icg * (128 + abs(params.in_zero)) * max(int(np.abs(wz).max(initial=0)), 1)
+        self.carrier = np.float32 if tap_bound < (1 << 24) else np.float64  # one tap's GEMM is exact in it
+        self.acc_dtype = np.float32 if tap_bound * self.taps < (1 << 24) else np.float64  # so is the tap sum
         self.dw3x3 = params.depthwise and (kh, kw) == (3, 3) and params.dilation == (1, 1)
         if params.depthwise:
             self.table, oh, ow = (None, *self._dw_out(h, w)) if self.dw3x3 else indirection_table(n, h, w, params)
@@ -118,12 +119,12 @@ class Int8Conv:
             rows = self._rows(x)
             m = self.table.shape[1] if self.table is not None else rows.shape[0] - 1
             oc = p.weight.shape[0]
-            acc = np.zeros((m, oc), dtype=self.carrier)
+            acc = np.zeros((m, oc), dtype=self.acc_dtype)
             if p.depthwise:
                 for t in range(self.taps):
                     acc += rows[self.table[t]] * self.w_taps[t]
             elif self.pointwise and p.group == 1:
-                np.matmul(rows[:-1], self.w_taps[0, 0], out=acc)
+                acc = rows[:-1] @ self.w_taps[0, 0]
             else:
                 icg, og = p.weight.shape[1], oc // p.group
                 for g in range(p.group):
@@ -145,7 +146,7 @@ class Int8Conv:
         need_h, need_w = (oh - 1) * sy + 3, (ow - 1) * sx + 3
         xp = np.zeros((n, max(need_h, h + top), max(need_w, w + left), c), dtype=self.carrier)
         np.subtract(x.transpose(0, 2, 3, 1), p.in_zero, out=xp[:, top:top + h, left:left + w], dtype=self.carrier)
-        acc = np.zeros((n, oh, ow, c), dtype=self.carrier)
+        acc = np.zeros((n, oh, ow, c), dtype=self.acc_dtype)
         for ky in range(3):
             for kx in range(3):
                 view = xp[:, ky:ky + (oh - 1) * sy + 1:sy, kx:kx + (ow - 1) * sx + 1:sx]

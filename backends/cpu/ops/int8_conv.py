@@ -85,4 +85,5 @@ class ConvInt8(CPUExecution):
     def info(self) -> dict[str, Any]:
         k = self.kernel
         algorithm = "int8-dw3x3" if k.dw3x3 else "int8-1x1" if k.pointwise else "int8-indirect"
-        return {"algorithm": algorithm, "macs": conv_macs(k.p, k.out_shape), "carrier": np.dtype(k.carrier).name}
+        return {"algorithm": algorithm, "macs": conv_macs(k.p, k.out_shape), "gemm": np.dtype(k.carrier).name,
+                "accumulator": np.dtype(k.acc_dtype).name}
