@@ -16,7 +16,7 @@ from .graph import ConvertError, Graph
 from .passes import run_pipeline
 from .writer import graph_to_net
 
-FRAMEWORKS = ("ONNX",)
+FRAMEWORKS = ("ONNX", "TF", "CAFFE")
 
 
 @dataclass
@@ -36,19 +36,31 @@ class ConvertReport:
                 f"{self.bytes_out} bytes in {self.seconds:.2f} s")
 
 
-def load_graph(framework: str, model_file: str | Path) -> tuple[Graph, int]:
-    """Run the frontend for `framework`; returns the graph and the source model's node count."""
-    if framework.upper() != "ONNX":
-        raise ConvertError(f"framework '{framework}' is not supported yet (supported: {', '.join(FRAMEWORKS)})")
-    from .frontends.onnx import load_onnx
-
+def load_graph(framework: str, model_file: str | Path, prototxt: str | Path | None = None) -> tuple[Graph, int]:
+    """Run the frontend for `framework` (ONNX, TF or CAFFE, as MNNConvert's -f); returns the graph and the source
+    model's node count."""
+    kind = framework.upper()
+    if kind not in FRAMEWORKS:
+        raise ConvertError(f"framework '{framework}' is not supported (supported: {', '.join(FRAMEWORKS)})")
     path = Path(model_file)
     if not path.is_file():
         raise ConvertError(f"model file not found: {path}")
-    import onnx
+    if kind == "ONNX":
+        import onnx
 
-    model = onnx.load(str(path))
-    return load_onnx(model), len(model.graph.node)
+        from .frontends.onnx import load_onnx
+
+        model = onnx.load(str(path))
+        return load_onnx(model), len(model.graph.node)
+    if kind == "TF":
+        from .frontends.tensorflow import load_with_count
+
+        return load_with_count(path)
+    if prototxt is None or not Path(prototxt).is_file():
+        raise ConvertError("-f CAFFE needs --prototxt (the deploy prototxt) next to --modelFile (the caffemodel)")
+    from .frontends.caffe import load_with_count as load_caffe
+
+    return load_caffe(prototxt, path)
 
 
 def to_fp16(net: fb.NetT) -> int:
@@ -71,17 +83,18 @@ def to_fp16(net: fb.NetT) -> int:
 
 
 def convert(model_file: str | Path, mnn_model: str | Path | None, framework: str = "ONNX", biz_code: str = "MNN",
-            fp16: bool = False, json_file: str | Path | None = None,
-            weight_quant_bits: int = 0) -> tuple[fb.NetT, ConvertReport]:
+            fp16: bool = False, json_file: str | Path | None = None, weight_quant_bits: int = 0,
+            prototxt: str | Path | None = None) -> tuple[fb.NetT, ConvertReport]:
     """Convert `model_file` to MNN. Writes `mnn_model` (atomically) only when everything succeeded.
 
     Mirrors MNNConvert (`tools/converter/source/MNNConverter.cpp`): frontend, optimizer passes, writer.
     """
     start = time.perf_counter()
-    graph, ops_in = load_graph(framework, model_file)
+    graph, ops_in = load_graph(framework, model_file, prototxt)
     report = ConvertReport(ops_in=ops_in)
     report.passes = run_pipeline(graph)
-    net = graph_to_net(graph, biz_code)
+    source = {"ONNX": fb.NetSource.ONNX, "TF": fb.NetSource.TENSORFLOW, "CAFFE": fb.NetSource.CAFFE}
+    net = graph_to_net(graph, biz_code, source.get(framework.upper(), fb.NetSource.ONNX))
     if weight_quant_bits:
         from .quantize import quantize_weights
 

@@ -66,7 +66,7 @@ def _op(node: Node, index: dict[str, int]) -> fb.OpT:
     return op
 
 
-def graph_to_net(graph: Graph, biz_code: str = "MNN") -> fb.NetT:
+def graph_to_net(graph: Graph, biz_code: str = "MNN", source_type: int = fb.NetSource.ONNX) -> fb.NetT:
     """Build the Net. Unused constants are dropped; every tensor read must be produced by something."""
     names: list[str] = []
     index: dict[str, int] = {}
@@ -119,6 +119,6 @@ def graph_to_net(graph: Graph, biz_code: str = "MNN") -> fb.NetT:
     net.extraInfo.version = MNN_VERSION
     net.oplists = ops
     net.outputName = list(graph.outputs)
-    net.sourceType = fb.NetSource.ONNX
+    net.sourceType = source_type
     net.tensorName = names
     return net

@@ -1,4 +1,4 @@
-"""Convert a model to .mnn (MNNConvert-compatible flags): mnnpy convert -f ONNX --modelFile m.onnx --MNNModel m.mnn"""
+"""Convert a model to .mnn (MNNConvert's flags): mnnpy convert -f ONNX|TF|CAFFE --modelFile m.onnx --MNNModel m.mnn"""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ COMMAND = "convert"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-f", "--framework", required=True, choices=["ONNX", "onnx"], help="source framework")
-    p.add_argument("--modelFile", required=True, help="source model file")
+    p.add_argument("-f", "--framework", required=True, type=str.upper, choices=["ONNX", "TF", "CAFFE"],
+                   help="source framework")
+    p.add_argument("--modelFile", required=True, help="source model file (.onnx, frozen .pb, or .caffemodel)")
+    p.add_argument("--prototxt", default=None, help="Caffe deploy prototxt (with -f CAFFE)")
     p.add_argument("--MNNModel", default=None, help="output .mnn file (overwritten if it exists, as MNNConvert)")
     p.add_argument("--bizCode", default="MNN", help="bizCode written into the model (default MNN)")
     p.add_argument("--JsonFile", default=None, help="also write the converted Net as JSON")
@@ -29,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
         print("mnnpy convert: error: give --MNNModel and/or --JsonFile", file=sys.stderr)
         return 2
     _, report = convert(args.modelFile, args.MNNModel, args.framework, args.bizCode, args.fp16, args.JsonFile,
-                        args.weightQuantBits)
+                        args.weightQuantBits, args.prototxt)
     if not args.quiet:
         target = args.MNNModel or args.JsonFile
         print(f"Converted {args.modelFile} -> {target}: {report.summary()}")

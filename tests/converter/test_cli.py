@@ -111,3 +111,15 @@ def test_weight_quant_buffer_layout() -> None:
     assert np.allclose(alpha, [[0, 1 / 255], [-1, 2 / 255]])
     restored = buf[-6:].reshape(2, 3) * alpha[:, 1:] + alpha[:, :1]
     assert np.abs(restored.ravel() - [0.0, 1.0, 0.5, -1.0, 1.0, 0.0]).max() < 2 / 255
+
+
+def test_framework_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model = tmp_path / "m.caffemodel"
+    model.write_bytes(b"")
+    assert main(["convert", "-f", "CAFFE", "--modelFile", str(model), "--MNNModel", str(tmp_path / "o.mnn")]) == 2
+    assert "--prototxt" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["convert", "-f", "TFLITE", "--modelFile", str(model)])
+    model, _ = resnet_block_model()
+    src = _save(model, tmp_path / "m.onnx")
+    assert main(["convert", "-f", "onnx", "--modelFile", str(src), "--MNNModel", str(tmp_path / "o.mnn"), "-q"]) == 0
