@@ -88,12 +88,13 @@ class Int8Conv:
         self.dw3x3 = params.depthwise and (kh, kw) == (3, 3) and params.dilation == (1, 1)
         if params.depthwise:
             self.table, oh, ow = (None, *self._dw_out(h, w)) if self.dw3x3 else indirection_table(n, h, w, params)
-            self.w_taps = wz.reshape(oc, self.taps).T.astype(self.carrier)  # [taps, C]
+            self.w_taps = np.ascontiguousarray(wz.reshape(oc, self.taps).T, dtype=self.carrier)  # [taps, C]
         else:
             self.table, oh, ow = indirection_table(n, h, w, params)
             og = oc // params.group
             # [group, taps, ic/g, oc/g]
-            self.w_taps = wz.reshape(params.group, og, icg, self.taps).transpose(0, 3, 2, 1).astype(self.carrier)
+            w_taps = wz.reshape(params.group, og, icg, self.taps).transpose(0, 3, 2, 1)
+            self.w_taps = np.ascontiguousarray(w_taps, dtype=self.carrier)  # BLAS needs contiguous operands
         self.out_shape = (n, oc, oh, ow)
         self.pointwise = (not params.depthwise and self.taps == 1 and params.stride == (1, 1)
                           and params.pads == (0, 0, 0, 0))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from mnnpy.backends.cpu.compute.blas import blas_threads
 from mnnpy.backends.cpu.int8.conv import Int8Conv, Int8ConvParams, conv_macs
 from mnnpy.backends.cpu.ops._common import CPUExecution
 from mnnpy.schema import mnn_generated as fb
@@ -80,7 +81,8 @@ class ConvInt8(CPUExecution):
             raise ModelError(f"op {self.op.name!r}: int8 kernel output {self.kernel.out_shape} != {self.y.desc.shape}")
 
     def on_execute(self) -> None:
-        self.kernel.run(self.x.array, self.y.array)
+        with blas_threads(int(self.backend.config.get("numThread", 1) or 1)):  # the tap GEMMs use numThread
+            self.kernel.run(self.x.array, self.y.array)
 
     def info(self) -> dict[str, Any]:
         k = self.kernel
