@@ -63,3 +63,12 @@ from mnnpy.cv.misc import (
     vconcat,
 )
 from mnnpy.cv.morph import dilate, erode, getStructuringElement
+from mnnpy.cv.structural import (
+    boundingRect,
+    boxPoints,
+    connectedComponentsWithStats,
+    contourArea,
+    convexHull,
+    findContours,
+    minAreaRect,
+)
