@@ -134,3 +134,52 @@ def test_bad_config_fails_before_work(cnn: dict[str, Path], tmp_path: Path, conf
     with pytest.raises(QuantConfigError, match=message):
         quantize_model(cnn["mnn"], out, cfg)
     assert not out.exists()
+
+
+def test_we_run_mnnquant_files_in_int8(cnn: dict[str, Path], held_out: np.ndarray, tmp_path: Path) -> None:
+    """Official MNN's quantization tool output runs on our int8 kernels and agrees with official MNN."""
+    cv2 = pytest.importorskip("cv2")
+    pytest.importorskip("MNN")
+    import subprocess
+    import sys
+
+    from support.official import run as official
+
+    from .conftest import SIZE, calibration_inputs
+
+    images = tmp_path / "images"
+    images.mkdir()
+    for i, x in enumerate(calibration_inputs(20, SIZE, seed=1)):
+        cv2.imwrite(str(images / f"{i:02d}.png"),
+                    ((x.transpose(1, 2, 0)[:, :, ::-1] + 1) * 127.5).clip(0, 255).round().astype(np.uint8))
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"format": "RGB", "mean": [127.5] * 3, "normal": [1 / 127.5] * 3, "width": SIZE,
+                               "height": SIZE, "path": str(images) + "/", "feature_quantize_method": "KL"}))
+    dst = tmp_path / "official_int8.mnn"
+    args = ["mnnquant", str(cnn["mnn"]), str(dst), str(cfg)]  # own process: the tool is not safe to run in-process
+    subprocess.run([sys.executable, "-c", f"import _tools; _tools.mnnquant({args!r})"], check=True,
+                   capture_output=True, timeout=120)
+    kinds = [op.type for op in lower_int8(load_net(dst)).oplists]
+    assert kinds.count(OT.ConvInt8) == 6 and kinds.count(OT.DepthwiseConvInt8) == 1
+    xs = held_out[:8]
+    ours = _run(dst, xs)
+    theirs = np.array([official(dst, {"x": x[None]})["y"].ravel() for x in xs])
+    net = load_net(dst)
+    out_index = next(op for op in net.oplists if str(op.name) == "y__matmul_converted").outputIndexes[0]
+    step = {d.index: d.quantInfo.scale for d in net.extraTensorDescribe if d.quantInfo}[int(out_index)]
+    steps = np.abs(ours - theirs) / step
+    assert np.mean(steps <= 1.0 + 1e-3) >= 0.9 and steps.max() <= 3.0 + 1e-3
+
+
+def test_npz_folder(cnn: dict[str, Path], tmp_path: Path) -> None:
+    from .conftest import SIZE, calibration_inputs
+
+    data = tmp_path / "data"
+    data.mkdir()
+    for i, x in enumerate(calibration_inputs(4, SIZE, seed=5)):
+        np.savez(data / f"{i}.npz", x=x[None])
+    _, report = quantize_model(cnn["mnn"], None, {"path": str(data), "feature_quantize_method": "MAX_ABS"})
+    assert report.samples == 4 and report.counts["convs"] == 7
+    np.savez(data / "9.npz", other=np.zeros((1, 3, SIZE, SIZE), np.float32))
+    with pytest.raises(QuantConfigError, match="no data for input"):
+        quantize_model(cnn["mnn"], None, {"path": str(data)})
