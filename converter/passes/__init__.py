@@ -11,6 +11,7 @@ from ..graph import Graph
 from . import (
     dedupe,
     fold_constants,
+    fuse_binary_into_conv,
     fuse_gelu,
     fuse_layer_norm,
     fuse_relu_into_binary,
@@ -34,6 +35,7 @@ PIPELINE: list[tuple[str, Pass]] = [
     (remove_dead.NAME, remove_dead.apply),
     (transpose.NAME, transpose.apply),
     (fuse_scale_into_conv.NAME, fuse_scale_into_conv.apply),
+    (fuse_binary_into_conv.NAME, fuse_binary_into_conv.apply),
     (fuse_relu_into_conv.NAME, fuse_relu_into_conv.apply),
     (fuse_relu_into_binary.NAME, fuse_relu_into_binary.apply),
     (matmul_to_conv.NAME, matmul_to_conv.apply),

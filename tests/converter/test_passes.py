@@ -8,6 +8,7 @@ from mnnpy.converter.passes import (
     PIPELINE,
     dedupe,
     fold_constants,
+    fuse_binary_into_conv,
     fuse_gelu,
     fuse_layer_norm,
     fuse_relu_into_binary,
@@ -287,3 +288,26 @@ def test_fuse_layer_norm_decomposed_form() -> None:
     ln = graph.nodes[0].param
     assert list(ln.axis) == [-1] and abs(ln.epsilon - 1e-5) < 1e-9 and list(ln.gamma) == [2] * 4
     assert graph.nodes[0].inputs == ["x"] and graph.nodes[0].outputs == ["y"]
+
+
+def test_fuse_binary_into_conv_but_not_after_relu() -> None:
+    graph = _graph()
+    param = _conv(graph, "x", "c")
+    w0, b0 = param.weight.reshape(4, 3).copy(), param.bias.copy()
+    graph.constants["k"] = np.arange(4, dtype=np.float32).reshape(4, 1, 1)
+    graph.constants["s"] = np.float32(3)
+    _binary_node(graph, fb.BinaryOpOperation.SUB, "c", "k", "d")
+    _binary_node(graph, fb.BinaryOpOperation.MUL, "s", "d", "y")
+    graph.outputs = ["y"]
+    assert fuse_binary_into_conv.apply(graph) == 2
+    assert len(graph.nodes) == 1 and graph.nodes[0].outputs == ["y"]
+    x = np.random.default_rng(2).standard_normal(3)
+    expected = 3 * (w0 @ x + b0 - np.arange(4))
+    np.testing.assert_allclose(param.weight.reshape(4, 3) @ x + param.bias, expected, rtol=1e-5)
+    graph = _graph()
+    relu = _conv(graph, "x", "c")
+    relu.common.relu = True  # relu(conv) + k != relu(conv + k): must stay an Add (MNNConvert 3.6.1 folds it)
+    graph.constants["k"] = np.ones((4, 1, 1), np.float32)
+    _binary_node(graph, fb.BinaryOpOperation.ADD, "c", "k", "y")
+    graph.outputs = ["y"]
+    assert fuse_binary_into_conv.apply(graph) == 0
