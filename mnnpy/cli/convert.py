@@ -9,6 +9,7 @@ COMMAND = "convert"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """MNNConvert's flags (the subset that is meaningful here)."""
     p.add_argument("-f", "--framework", required=True, type=str.upper, choices=["ONNX", "TF", "CAFFE"],
                    help="source framework")
     p.add_argument("--modelFile", required=True, help="source model file (.onnx, frozen .pb, or .caffemodel)")
@@ -25,6 +26,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Convert and print the closing summary; a ConvertError (a ModelError) is printed by the CLI, no traceback.
+
+    Mirrors MNNConvert's main (`tools/converter/source/MNNConverter.cpp`).
+    """
     from mnnpy.converter import convert
 
     if args.MNNModel is None and args.JsonFile is None:
