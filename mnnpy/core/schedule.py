@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from mnnpy.core.backend import Backend, Execution, StorageType, TensorRef
 from mnnpy.core.geometry._regions import full_copy
 from mnnpy.core.ir import NC4HW4, Command
+from mnnpy.core.layout import pack_value
 from mnnpy.core.pipeline import RASTER, Graph, RasterSpec, UnsupportedOp, op_type_name
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.errors import ModelError
@@ -29,27 +28,6 @@ class CopyExecution(Execution):
 
     def on_execute(self) -> None:
         self.backend.on_copy(self.inputs[0], self.outputs[0])
-
-
-def _convert_value(value: np.ndarray, fmt: str) -> np.ndarray:
-    """Physical array of a logical constant in format `fmt`."""
-    if fmt != NC4HW4:
-        return value
-    from mnnpy.core.ir import packed_dims
-
-    nc = value.shape if value.ndim >= 2 else ((value.shape[0], 1) if value.ndim else (1, 1))
-    x = value.reshape(nc)
-    c = nc[1]
-    pad = np.zeros((nc[0], -(-c // 4) * 4 - c, *nc[2:]), dtype=value.dtype)
-    full = np.concatenate([x, pad], axis=1).reshape(nc[0], -1, 4, *nc[2:])
-    return np.ascontiguousarray(np.moveaxis(full, 2, -1)).reshape(packed_dims(value.shape))
-
-
-def unpack_value(packed: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """Logical value of an NC4HW4 array (host side, for constants and tests)."""
-    nc = shape if len(shape) >= 2 else ((shape[0], 1) if shape else (1, 1))
-    full = np.moveaxis(packed, -1, 2).reshape(nc[0], -1, *nc[2:])
-    return np.ascontiguousarray(full[:, : nc[1]]).reshape(shape)
 
 
 class Scheduler:
@@ -84,7 +62,7 @@ class Scheduler:
         j = self.g.add_tensor(desc, f"{self.g.names[i]}__{fmt}")
         if i in self.g.values:
             self.g.values[j] = self.g.values[i]
-            self.refs[j] = TensorRef(j, desc, self.g.names[j], _convert_value(self.g.values[i], fmt), const=True)
+            self.refs[j] = TensorRef(j, desc, self.g.names[j], pack_value(self.g.values[i], fmt), const=True)
         else:
             spec = RasterSpec(full_copy(desc.size, 0), [], True)
             cmd = Command(RASTER, f"convert:{self.g.names[i]}->{fmt}", [i], [j], spec)

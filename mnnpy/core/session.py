@@ -16,16 +16,15 @@ from mnnpy.core import registry
 from mnnpy.core.backend import Backend, BackendUnavailable, TensorRef
 from mnnpy.core.geometry import raster as ref_raster
 from mnnpy.core.ir import NCHW, TensorDesc
+from mnnpy.core.layout import pack_value, unpack_value
 from mnnpy.core.pipeline import RASTER, encode, op_type_name
-from mnnpy.core.schedule import Scheduler, _convert_value
+from mnnpy.core.schedule import Scheduler
 from mnnpy.core.shape._util import np_dtype
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.errors import ModelError
 
 
 def _unpacked(ref: TensorRef) -> np.ndarray:
-    from mnnpy.core.schedule import unpack_value
-
     return unpack_value(ref.array, ref.desc.shape)
 
 
@@ -110,7 +109,7 @@ class Session:
         fmts = self.backup.supported_formats(op.type)
         fmt = NCHW if NCHW in fmts else fmts[0]
         ins = [TensorRef(-1, TensorDesc(v.shape, v.dtype, fmt if k == 0 else NCHW), "",
-                         _convert_value(v, fmt) if k == 0 else v, True) for k, v in enumerate(in_values)]
+                         pack_value(v, fmt) if k == 0 else v, True) for k, v in enumerate(in_values)]
         outs = [TensorRef(-1, d.with_(fmt=fmt)) for d in out_descs]
         for r in outs:
             r.array = np.zeros(r.desc.physical_shape, dtype=r.desc.dtype)
