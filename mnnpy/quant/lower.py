@@ -98,6 +98,29 @@ def _int8_op(op: Any, info: dict[int, Any]) -> Any:
     return new
 
 
+def _int8_add(op: Any, info: dict[int, Any], consts: set[int]) -> bool:
+    """A residual add whose operands and result all carry quantInfo (MNN runs it in int8)."""
+    ins, outs = _ints(op.inputIndexes), _ints(op.outputIndexes)
+    return (op.type == OT.BinaryOp and op.main is not None and op.main.opType == fb.BinaryOpOperation.ADD
+            and op.main.activationType in (0, 1) and len(ins) == 2 and len(outs) == 1
+            and all(i in info and i not in consts for i in ins) and outs[0] in info)
+
+
+def _add_op(op: Any, info: dict[int, Any]) -> Any:
+    """EltwiseInt8 twin of a quantised add (params: see backends/cpu/ops/int8_add.py)."""
+    (a, b), o = _ints(op.inputIndexes), _ints(op.outputIndexes)[0]
+    q = fb.QuantizedFloatParamT()
+    q.tensorScale = np.asarray([info[a].scale, info[b].scale, info[o].scale], np.float32)
+    q.floatzeros = np.asarray([info[a].zero, info[b].zero], np.float32)
+    q.outputZeroPoint = q.zeroPoint = int(info[o].zero)
+    q.clampMin = max(int(info[o].min), q.outputZeroPoint) if op.main.activationType == 1 else int(info[o].min)
+    q.clampMax = int(info[o].max)
+    new = fb.OpT()
+    new.type, new.name = OT.EltwiseInt8, op.name
+    new.mainType, new.main = fb.OpParameter.QuantizedFloatParam, q
+    return new
+
+
 def _average_pool(op: Any) -> bool:
     return op.type in (OT.Pooling, OT.Pooling3D) and op.main is not None and op.main.type == fb.PoolType.AVEPOOL
 
@@ -142,15 +165,16 @@ def _round_trip(ops: list[Any], o: int, q: Any, names: list[str], twin_of: Any, 
 
 
 def lower_int8(net: Any) -> Any:
-    """A copy of ``net`` where quantised convolutions run as int8 ops (mnnpy's CPU int8 kernels).
+    """A copy of ``net`` where quantised convolutions and residual adds run as int8 ops (mnnpy's CPU int8 kernels).
 
     Tensors keep their indexes and names on the float side; int8 values live in new ``<name>__int8`` tensors.
     """
     out = copy.deepcopy(net)
     info = {int(d.index): d.quantInfo for d in out.extraTensorDescribe or [] if d.quantInfo is not None}
     names = [str(n) for n in out.tensorName or []]
-    int8_ops = {id(op) for op in out.oplists or [] if _int8_conv(op)
-                and all(i in info for i in _ints(op.inputIndexes)[:1] + _ints(op.outputIndexes)[:1])}
+    consts = {o for op in out.oplists or [] if op.type == OT.Const for o in _ints(op.outputIndexes)}
+    int8_ops = {id(op) for op in out.oplists or [] if _int8_add(op, info, consts) or (_int8_conv(op)
+                and all(i in info for i in _ints(op.inputIndexes)[:1] + _ints(op.outputIndexes)[:1]))}
     float_uses: dict[int, int] = {}
     for op in out.oplists or []:
         if id(op) not in int8_ops:
@@ -177,13 +201,14 @@ def lower_int8(net: Any) -> Any:
                 if o in info and float_uses.get(o) and o not in outputs:
                     alias[o] = _round_trip(ops, o, info[o], names, twin_of, _average_pool(op))
             continue
-        i, o = _ints(op.inputIndexes)[0], _ints(op.outputIndexes)[0]
-        if i not in twin:
-            q = info[i]
-            ops.append(_convert_op(OT.FloatToInt8, f"{names[i]}__to_int8", i, twin_of(i),
-                                   _quant_param(1.0 / q.scale, int(q.zero), int(q.min), int(q.max))))
-        new = _int8_op(op, info)
-        new.inputIndexes = np.asarray([twin[i]], np.int32)
+        ins, o = _ints(op.inputIndexes), _ints(op.outputIndexes)[0]
+        for i in ins:
+            if i not in twin:
+                q = info[i]
+                ops.append(_convert_op(OT.FloatToInt8, f"{names[i]}__to_int8", i, twin_of(i),
+                                       _quant_param(1.0 / q.scale, int(q.zero), int(q.min), int(q.max))))
+        new = _add_op(op, info) if op.type == OT.BinaryOp else _int8_op(op, info)
+        new.inputIndexes = np.asarray([twin[i] for i in ins], np.int32)
         new.outputIndexes = np.asarray([twin_of(o)], np.int32)
         ops.append(new)
         if float_uses.get(o) or o in outputs:

@@ -63,3 +63,27 @@ def quantize(x: np.ndarray, scale: float, zero_point: int = 0, lo: int = -128, h
 def dequantize(q: np.ndarray, scale: float, zero_point: int = 0) -> np.ndarray:
     """int8 codes -> float32: ``scale * (q - zero_point)``."""
     return ((q.astype(np.float32) - np.float32(zero_point)) * np.float32(scale)).astype(np.float32)
+
+
+ADD_SHIFT = 20
+
+
+def add_multipliers(scale_a: float, scale_b: float, scale_out: float) -> tuple[int, int]:
+    """Fixed-point (``2**ADD_SHIFT``) multipliers of the two addends of an int8 add (QNNPACK ``q8add``)."""
+    ratios = np.array([scale_a / scale_out, scale_b / scale_out], np.float64)
+    if not np.all(np.isfinite(ratios)) or np.any(ratios <= 0) or np.any(ratios >= 1 << 10):
+        raise ValueError(f"int8 add scale ratios out of range: {ratios}")
+    a, b = np.rint(ratios * (1 << ADD_SHIFT)).astype(np.int64)
+    return int(a), int(b)
+
+
+def add_int8(qa: np.ndarray, za: int, qb: np.ndarray, zb: int, ma: int, mb: int, zo: int, lo: int, hi: int,
+             out: np.ndarray) -> None:
+    """``out = clamp(zo + round((ma * (qa - za) + mb * (qb - zb)) / 2**ADD_SHIFT), lo, hi)`` (broadcasting)."""
+    acc = (qa.astype(np.int64) - za) * ma
+    acc += (qb.astype(np.int64) - zb) * mb
+    acc += 1 << (ADD_SHIFT - 1)
+    np.right_shift(acc, ADD_SHIFT, out=acc)
+    acc += zo
+    np.clip(acc, lo, hi, out=acc)
+    out[...] = acc

@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from mnnpy.backends.cpu.int8.conv import Int8Conv, Int8ConvParams, reference_conv
-from mnnpy.backends.cpu.int8.requant import dequantize, quantize, quantize_multiplier, requantize
+from mnnpy.backends.cpu.int8.requant import (
+    add_int8,
+    add_multipliers,
+    dequantize,
+    quantize,
+    quantize_multiplier,
+    requantize,
+)
 
 CASES = [  # c, oc, k, stride, pads, group, depthwise, in_zero, out_zero
     (8, 16, 3, 1, (1, 1, 1, 1), 1, False, 3, -5),
@@ -65,3 +72,17 @@ def test_quantize_roundtrip() -> None:
     x = np.linspace(-2, 2, 101, dtype=np.float32)
     q = quantize(x, 0.02, 0, -127, 127)
     assert np.abs(dequantize(q, 0.02) - x).max() <= 0.01 + 1e-6
+
+
+def test_add_int8_matches_float_reference() -> None:
+    rng = np.random.default_rng(4)
+    qa = rng.integers(-128, 128, size=(2, 8, 5, 5)).astype(np.int8)
+    qb = rng.integers(-128, 128, size=(1, 8, 1, 5)).astype(np.int8)  # broadcast operand
+    sa, sb, so, za, zb, zo = 0.03, 0.011, 0.04, 3, -2, 1
+    ma, mb = add_multipliers(sa, sb, so)
+    out = np.zeros(qa.shape, np.int8)
+    add_int8(qa, za, qb, zb, ma, mb, zo, zo, 127, out)  # fused ReLU: clamp at the output zero point
+    real = sa * (qa.astype(np.float64) - za) + sb * (qb.astype(np.float64) - zb)
+    ref = np.clip(np.floor(real / so + 0.5) + zo, zo, 127)
+    assert np.abs(out.astype(np.int64) - ref).max() <= 1  # fixed-point multipliers: off by one only at ties
+    assert np.mean(out == ref) > 0.99
