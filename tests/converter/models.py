@@ -138,3 +138,18 @@ def resnet18_model(size: int = 64) -> tuple[Any, dict[str, np.ndarray]]:
     b.nodes.append(oh.make_node("Gemm", [y, b.weight(1000, 512, scale=0.05), b.weight(1000)], ["y"], transB=1))
     model = make_model(b.nodes, [("x", F, [1, 3, size, size])], ["y"], b.inits, opset=13)
     return model, {"x": b.rng.standard_normal((1, 3, size, size)).astype(np.float32)}
+
+
+def unet_block_model() -> tuple[Any, dict[str, np.ndarray]]:
+    """A 3x3-conv UNet level: down (conv-bn-relu x2, maxpool), bottleneck, up (ConvTranspose and Resize), concat."""
+    b = Builder(4)
+    skip = b.conv_bn(b.conv_bn("x", 3, 8, 3), 8, 8, 3)
+    down = b.op("MaxPool", [skip], kernel_shape=[2, 2], strides=[2, 2])
+    mid = b.conv_bn(b.conv_bn(down, 8, 16, 3), 16, 16, 3)
+    up = b.op("ConvTranspose", [mid, b.weight(16, 8, 2, 2), b.weight(8)], strides=[2, 2])
+    resized = b.op("Resize", [mid, "", b.weight(value=np.array([1, 1, 2, 2], np.float32))], mode="nearest")
+    merged = b.op("Concat", [skip, up, resized], axis=1)
+    out = b.conv_bn(merged, 32, 5, 3, act=None)
+    b.nodes.append(oh.make_node("Sigmoid", [out], ["y"]))
+    model = make_model(b.nodes, [("x", F, [1, 3, 16, 20])], ["y"], b.inits, opset=13)
+    return model, {"x": b.rng.standard_normal((1, 3, 16, 20)).astype(np.float32)}

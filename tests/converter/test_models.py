@@ -129,3 +129,29 @@ def test_conv_add_constant(add_after_relu: bool, tmp_path: Path) -> None:
     model = make_model(nodes, [("x", F, [1, 3, 7, 9])], ["y"], inits, opset=13)
     net = check_model(model, {"x": rng.standard_normal((1, 3, 7, 9)).astype(np.float32)}, tmp_path)
     assert (fb.OpType.BinaryOp in _types(net)) == add_after_relu
+
+
+def test_squeeze_excitation_block(tmp_path: Path) -> None:
+    """MobileNetV3 / PP-OCR style SE block: NC4HW4 tensors of shapes [N,C,H,W] and [N,C,1,1] multiplied."""
+    import numpy as np
+
+    from .helpers import F, make_model, oh
+
+    rng = np.random.default_rng(21)
+    inits = {"w": rng.standard_normal((13, 3, 3, 3)).astype(np.float32) * 0.3,
+             "w1": rng.standard_normal((5, 13, 1, 1)).astype(np.float32) * 0.3,
+             "w2": rng.standard_normal((13, 5, 1, 1)).astype(np.float32) * 0.3}
+    nodes = [oh.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), oh.make_node("HardSwish", ["c"], ["h"]),
+             oh.make_node("GlobalAveragePool", ["h"], ["g"]), oh.make_node("Conv", ["g", "w1"], ["s1"]),
+             oh.make_node("Relu", ["s1"], ["s2"]), oh.make_node("Conv", ["s2", "w2"], ["s3"]),
+             oh.make_node("HardSigmoid", ["s3"], ["s4"], alpha=1 / 6), oh.make_node("Mul", ["h", "s4"], ["y"])]
+    model = make_model(nodes, [("x", F, [2, 3, 11, 9])], ["y"], inits, opset=14)
+    check_model(model, {"x": rng.standard_normal((2, 3, 11, 9)).astype(np.float32)}, tmp_path)
+
+
+def test_unet_block(tmp_path: Path) -> None:
+    from .models import unet_block_model
+
+    model, feeds = unet_block_model()
+    net = check_model(model, feeds, tmp_path)
+    assert fb.OpType.Deconvolution in _types(net) and fb.OpType.Interp in _types(net)
