@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from mnnpy.backends.cpu.ops._common import CPUExecution
@@ -12,6 +13,25 @@ from mnnpy.core import session
 from mnnpy.core.registry import cpu_kernel
 
 OT = fb.OpType
+
+
+def _with_output_pads(conv: Any, in_shape: tuple[int, ...], out_shape: tuple[int, ...]) -> Any:
+    """A copy of a Deconvolution's params whose explicit pads produce the requested output size (ONNX
+    output_shape rule: total = s*(in-1) + d*(k-1) + 1 - out, the larger half at the start)."""
+    common = copy.copy(conv.common)
+    pads, outpads = [], []
+    for size, out, k, s, d in ((in_shape[2], out_shape[2], common.kernelY, common.strideY, common.dilateY),
+                               (in_shape[3], out_shape[3], common.kernelX, common.strideX, common.dilateX)):
+        total = s * (size - 1) + d * (k - 1) + 1 - out
+        pads.append((max(total, 0) - max(total, 0) // 2, max(total, 0) // 2))
+        outpads.append(max(-total, 0))
+    common.padMode, common.hasOutputShape = 0, False
+    common.pads = [pads[0][0], pads[1][0], pads[0][1], pads[1][1]]
+    common.padY, common.padX = pads[0][0], pads[1][0]
+    common.outPads = outpads
+    new = copy.copy(conv)
+    new.common = common
+    return new
 
 
 @cpu_kernel(OT.Convolution, OT.ConvolutionDepthwise, OT.Deconvolution, OT.DeconvolutionDepthwise,
@@ -27,7 +47,11 @@ class Convolution(CPUExecution):
         from mnnpy.backends.cpu.compute.conv import make_conv2d_kernel
 
         main = self.op.main
-        if main is None or (main.weight is None and len(self.inputs) > 1):
+        if main is not None and main.common.hasOutputShape and self.op.type in (OT.Deconvolution,
+                                                                                OT.DeconvolutionDepthwise):
+            main = _with_output_pads(main, self.x.desc.shape, self.y.desc.shape)
+        if main is None or (main.weight is None and main.quanParameter is None and len(self.inputs) > 1
+                            and not main.common.hasOutputShape):
             raise ModelError(f"op {self.op.name!r}: convolution with weights as runtime inputs is not supported")
         force = self.backend.config.get("convAlgorithm")
         strict = isinstance(force, dict)  # {op name: algorithm} must apply; a plain string applies where it can

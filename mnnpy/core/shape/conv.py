@@ -58,8 +58,9 @@ def deconv(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
     c = op.main.common
     x = descs[0]
     if c.hasOutputShape and len(values) > 1 and values[-1] is not None:
-        out = ints(values[-1])
-        return [TensorDesc((x.shape[0], c.outputCount, out[-2], out[-1]), x.dtype, NC4HW4)]
+        out = ints(values[-1])  # [N, H, W, C] (MNN keeps TF's order) or [H, W]
+        oh, ow = (out[1], out[2]) if len(out) == 4 else (out[-2], out[-1])
+        return [TensorDesc((x.shape[0], c.outputCount, oh, ow), x.dtype, NC4HW4)]
     top, left, bottom, right = _pads(c)
     outpads = ints(c.outPads) or [0, 0]
     dims = []

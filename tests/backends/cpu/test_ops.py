@@ -225,3 +225,15 @@ def test_forced_conv_algorithm_awkward_channels(e2e: Any, algo: str) -> None:
     x = f32(1, 13, 9, 7)
     scale = float(np.abs(e2e.ort(model, {"x": x})["y0"]).max())  # Winograd F(6,3) error grows with magnitude
     e2e.check(model, {"x": x}, atol=1e-4 * scale, config={"convAlgorithm": algo})
+
+
+@pytest.mark.parametrize("attrs", [dict(kernel_shape=[3, 3], strides=[2, 2], group=13),
+                                   dict(kernel_shape=[4, 4], strides=[2, 2], output_shape=[11, 9]),
+                                   dict(kernel_shape=[3, 3], dilations=[2, 2], pads=[1, 2, 1, 2])])
+def test_conv_transpose_variants(e2e: Any, attrs: dict) -> None:
+    group = attrs.get("group", 1)
+    consts = {"w": f32(13, 13 // group if group > 1 else 6, *attrs["kernel_shape"])}
+    consts["b"] = f32(consts["w"].shape[1] * group)
+    # with output_shape official MNN 3.6.1 splits the padding the other way and disagrees with onnxruntime
+    e2e.check(node_model("ConvTranspose", (1, 13, 5, 4), attrs, consts, ("w", "b")), {"x": f32(1, 13, 5, 4)},
+              official="output_shape" not in attrs)
