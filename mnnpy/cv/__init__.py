@@ -13,6 +13,7 @@ from __future__ import annotations
 from mnnpy.cv.codecs import haveImageReader, haveImageWriter, imdecode, imencode, imread, imwrite
 from mnnpy.cv.color import cvtColor, cvtColorTwoPlane
 from mnnpy.cv.constants import *
+from mnnpy.cv.draw import arrowedLine, circle, drawContours, ellipse, fillPoly, line, polylines, rectangle
 from mnnpy.cv.filter import (
     GaussianBlur,
     Laplacian,
