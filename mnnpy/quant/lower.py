@@ -106,6 +106,24 @@ def _int8_add(op: Any, info: dict[int, Any], consts: set[int]) -> bool:
             and all(i in info and i not in consts for i in ins) and outs[0] in info)
 
 
+def _int8_max_pool(op: Any, info: dict[int, Any]) -> bool:
+    """A max pooling whose input and output share one quantisation (max commutes with it)."""
+    ins, outs = _ints(op.inputIndexes), _ints(op.outputIndexes)
+    if op.type != OT.Pooling or not isinstance(op.main, fb.PoolT) or op.main.type != fb.PoolType.MAXPOOL:
+        return False
+    if len(ins) != 1 or len(outs) != 1 or ins[0] not in info or outs[0] not in info:
+        return False
+    a, b = info[ins[0]], info[outs[0]]
+    return bool(np.isclose(a.scale, b.scale, rtol=1e-6) and a.zero == b.zero)
+
+
+def _max_pool_op(op: Any) -> Any:
+    new = fb.OpT()
+    new.type, new.name = OT.QuantizedMaxPool, op.name
+    new.mainType, new.main = fb.OpParameter.Pool, copy.copy(op.main)
+    return new
+
+
 def _add_op(op: Any, info: dict[int, Any]) -> Any:
     """EltwiseInt8 twin of a quantised add (params: see backends/cpu/ops/int8_add.py)."""
     (a, b), o = _ints(op.inputIndexes), _ints(op.outputIndexes)[0]
@@ -165,7 +183,7 @@ def _round_trip(ops: list[Any], o: int, q: Any, names: list[str], twin_of: Any, 
 
 
 def lower_int8(net: Any) -> Any:
-    """A copy of ``net`` where quantised convolutions and residual adds run as int8 ops (mnnpy's CPU int8 kernels).
+    """A copy of ``net`` where quantised convolutions, residual adds and max pools run as int8 ops (CPU int8 kernels).
 
     Tensors keep their indexes and names on the float side; int8 values live in new ``<name>__int8`` tensors.
     """
@@ -173,8 +191,8 @@ def lower_int8(net: Any) -> Any:
     info = {int(d.index): d.quantInfo for d in out.extraTensorDescribe or [] if d.quantInfo is not None}
     names = [str(n) for n in out.tensorName or []]
     consts = {o for op in out.oplists or [] if op.type == OT.Const for o in _ints(op.outputIndexes)}
-    int8_ops = {id(op) for op in out.oplists or [] if _int8_add(op, info, consts) or (_int8_conv(op)
-                and all(i in info for i in _ints(op.inputIndexes)[:1] + _ints(op.outputIndexes)[:1]))}
+    int8_ops = {id(op) for op in out.oplists or [] if _int8_add(op, info, consts) or _int8_max_pool(op, info)
+                or (_int8_conv(op) and all(i in info for i in (_ints(op.inputIndexes)[0], _ints(op.outputIndexes)[0])))}
     float_uses: dict[int, int] = {}
     for op in out.oplists or []:
         if id(op) not in int8_ops:
@@ -207,7 +225,10 @@ def lower_int8(net: Any) -> Any:
                 q = info[i]
                 ops.append(_convert_op(OT.FloatToInt8, f"{names[i]}__to_int8", i, twin_of(i),
                                        _quant_param(1.0 / q.scale, int(q.zero), int(q.min), int(q.max))))
-        new = _add_op(op, info) if op.type == OT.BinaryOp else _int8_op(op, info)
+        if op.type == OT.BinaryOp:
+            new = _add_op(op, info)
+        else:
+            new = _max_pool_op(op) if op.type == OT.Pooling else _int8_op(op, info)
         new.inputIndexes = np.asarray([twin[i] for i in ins], np.int32)
         new.outputIndexes = np.asarray([twin_of(o)], np.int32)
         ops.append(new)

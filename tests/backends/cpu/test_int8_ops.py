@@ -79,3 +79,40 @@ def test_int8_island_in_a_session(depthwise: bool) -> None:
     np.testing.assert_array_equal(got, want)
     kinds = {c.info.get("algorithm") for c in session.commands if c.info}
     assert ("int8-dw3x3" if depthwise else "int8-indirect") in kinds and "int8-1x1" in kinds
+
+
+@pytest.mark.parametrize("pool", [(3, 2, 1, False), (2, 2, 0, False), (1, 1, 0, True)])
+def test_int8_max_pool(pool: tuple) -> None:
+    k, s, pad, is_global = pool
+    rng = np.random.default_rng(5)
+    inp = fb.InputT()
+    inp.dims, inp.dtype, inp.dformat = [1, 6, 9, 9], fb.DataType.DT_FLOAT, fb.MNN_DATA_FORMAT.NCHW
+    p = fb.PoolT()
+    p.kernelX = p.kernelY = k
+    p.strideX = p.strideY = s
+    p.padX = p.padY = pad
+    p.type, p.isGlobal, p.ceilModel = fb.PoolType.MAXPOOL, is_global, False
+    net = fb.NetT()
+    net.tensorName = ["x", "xq", "pq", "y"]
+    net.oplists = [
+        _op(OT.Input, "x", [], [0], fb.OpParameter.Input, inp),
+        _op(OT.FloatToInt8, "q", [0], [1], fb.OpParameter.QuantizedFloatParam, _qparam(1 / 0.05, 0)),
+        _op(OT.QuantizedMaxPool, "pool", [1], [2], fb.OpParameter.Pool, p),
+        _op(OT.Int8ToFloat, "dq", [2], [3], fb.OpParameter.QuantizedFloatParam, _qparam(0.05, 0)),
+    ]
+    net.outputName = ["y"]
+    interp = mnnpy.Interpreter(net_to_bytes(net))
+    session = interp.createSession({})
+    x = rng.normal(size=(1, 6, 9, 9)).astype(np.float32)
+    interp.getSessionInput(session).copyFrom(mnnpy.Tensor([1, 6, 9, 9], data=x, dimType=1))
+    interp.runSession(session)
+    got = interp.getSessionOutput(session).getNumpyData()
+    xq = dequantize(quantize(x, 0.05), 0.05)
+    if is_global:
+        want = xq.max(axis=(2, 3), keepdims=True)
+    else:
+        xp = np.pad(xq, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=-np.inf)
+        oh = (9 + 2 * pad - k) // s + 1
+        want = np.stack([xp[:, :, y * s:y * s + k, x_ * s:x_ * s + k].max(axis=(2, 3))
+                         for y in range(oh) for x_ in range(oh)], axis=-1).reshape(1, 6, oh, oh)
+    np.testing.assert_array_equal(got, want)
