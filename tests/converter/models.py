@@ -84,12 +84,9 @@ def mobilenet_v2_block_model() -> tuple[Any, dict[str, np.ndarray]]:
     return model, {"x": b.rng.standard_normal((1, 3, 29, 27)).astype(np.float32)}
 
 
-def encoder_layer_model(batch: int = 2, seq: int = 9, hidden: int = 16, heads: int = 2
-                        ) -> tuple[Any, dict[str, np.ndarray]]:
-    """A pre-norm transformer encoder layer as PyTorch exports it (dynamic reshapes via Shape/Gather/Concat)."""
-    b = Builder(3)
+def encoder_layer(b: Builder, x: str, hidden: int, heads: int) -> str:
+    """One pre-norm encoder layer as PyTorch exports it (reshapes via Shape/Gather/Concat); returns its output."""
     head_dim = hidden // heads
-    x = "x"
     h = b.op("LayerNormalization", [x, b.weight(hidden), b.weight(hidden)], axis=-1, epsilon=1e-5)
     shape = b.op("Shape", [x])
     n = b.op("Unsqueeze", [b.op("Gather", [shape, b.weight(value=np.array(0, np.int64))], axis=0),
@@ -97,9 +94,10 @@ def encoder_layer_model(batch: int = 2, seq: int = 9, hidden: int = 16, heads: i
     s = b.op("Unsqueeze", [b.op("Gather", [shape, b.weight(value=np.array(1, np.int64))], axis=0),
                            b.weight(value=np.array([0], np.int64))])
     split_shape = b.op("Concat", [n, s, b.weight(value=np.array([heads, head_dim], np.int64))], axis=0)
+    scale = 1.0 / np.sqrt(hidden)
 
     def proj(src: str, perm: list[int]) -> str:
-        y = b.op("Add", [b.op("MatMul", [src, b.weight(hidden, hidden)]), b.weight(hidden)])
+        y = b.op("Add", [b.op("MatMul", [src, b.weight(hidden, hidden, scale=scale)]), b.weight(hidden)])
         return b.op("Transpose", [b.op("Reshape", [y, split_shape])], perm=perm)
 
     q = proj(h, [0, 2, 1, 3])
@@ -109,17 +107,51 @@ def encoder_layer_model(batch: int = 2, seq: int = 9, hidden: int = 16, heads: i
     attn = b.op("MatMul", [b.op("Softmax", [scores], axis=-1), v])
     attn = b.op("Transpose", [attn], perm=[0, 2, 1, 3])
     attn = b.op("Reshape", [attn, b.weight(value=np.array([0, 0, hidden], np.int64))])
-    attn = b.op("Add", [b.op("MatMul", [attn, b.weight(hidden, hidden)]), b.weight(hidden)])
+    attn = b.op("Add", [b.op("MatMul", [attn, b.weight(hidden, hidden, scale=scale)]), b.weight(hidden)])
     x = b.op("Add", [x, attn])
     h = b.op("LayerNormalization", [x, b.weight(hidden), b.weight(hidden)], axis=-1, epsilon=1e-5)
-    h = b.op("Add", [b.op("MatMul", [h, b.weight(hidden, 2 * hidden)]), b.weight(2 * hidden)])
+    h = b.op("Add", [b.op("MatMul", [h, b.weight(hidden, 2 * hidden, scale=scale)]), b.weight(2 * hidden)])
     erf = b.op("Erf", [b.op("Div", [h, b.weight(value=np.float32(np.sqrt(2.0)))])])
     gelu = b.op("Mul", [b.op("Mul", [h, b.op("Add", [erf, b.weight(value=np.float32(1.0))])]),
                         b.weight(value=np.float32(0.5))])
-    ffn = b.op("Add", [b.op("MatMul", [gelu, b.weight(2 * hidden, hidden)]), b.weight(hidden)])
-    b.nodes.append(oh.make_node("Add", [x, ffn], ["y"]))
+    ffn = b.op("Add", [b.op("MatMul", [gelu, b.weight(2 * hidden, hidden, scale=scale)]), b.weight(hidden)])
+    return b.op("Add", [x, ffn])
+
+
+def encoder_layer_model(batch: int = 2, seq: int = 9, hidden: int = 16, heads: int = 2, layers: int = 1
+                        ) -> tuple[Any, dict[str, np.ndarray]]:
+    """`layers` encoder layers (layers=4, hidden=256, heads=4, seq=128 is the issue's BERT encoder)."""
+    b = Builder(3)
+    x = "x"
+    for _ in range(layers):
+        x = encoder_layer(b, x, hidden, heads)
+    b.nodes.append(oh.make_node("Identity", [x], ["y"]))
     model = make_model(b.nodes, [("x", F, [batch, seq, hidden])], ["y"], b.inits, opset=17)
     return model, {"x": b.rng.standard_normal((batch, seq, hidden)).astype(np.float32)}
+
+
+def vit_model(image: int = 32, patch: int = 8, hidden: int = 192, heads: int = 3, layers: int = 2
+              ) -> tuple[Any, dict[str, np.ndarray]]:
+    """ViT-tiny topology (patch conv, class token, position embedding, encoder layers, head) with fewer layers."""
+    b = Builder(5)
+    tokens = (image // patch) ** 2
+    emb = b.op("Conv", ["x", b.weight(hidden, 3, patch, patch, scale=0.05), b.weight(hidden)],
+               kernel_shape=[patch, patch], strides=[patch, patch])
+    seq = b.op("Transpose", [b.op("Reshape", [emb, b.weight(value=np.array([0, hidden, -1], np.int64))])],
+               perm=[0, 2, 1])
+    cls = b.weight(1, 1, hidden, scale=0.02)
+    shape = b.op("Shape", ["x"])
+    batch = b.op("Gather", [shape, b.weight(value=np.array([0], np.int64))], axis=0)
+    cls_shape = b.op("Concat", [batch, b.weight(value=np.array([1, hidden], np.int64))], axis=0)
+    x = b.op("Concat", [b.op("Expand", [cls, cls_shape]), seq], axis=1)
+    x = b.op("Add", [x, b.weight(1, tokens + 1, hidden, scale=0.02)])
+    for _ in range(layers):
+        x = encoder_layer(b, x, hidden, heads)
+    x = b.op("LayerNormalization", [x, b.weight(hidden), b.weight(hidden)], axis=-1)
+    first = b.op("Gather", [x, b.weight(value=np.array(0, np.int64))], axis=1)
+    b.nodes.append(oh.make_node("Gemm", [first, b.weight(10, hidden, scale=0.05), b.weight(10)], ["y"], transB=1))
+    model = make_model(b.nodes, [("x", F, [2, 3, image, image])], ["y"], b.inits, opset=17)
+    return model, {"x": b.rng.standard_normal((2, 3, image, image)).astype(np.float32)}
 
 
 def resnet18_model(size: int = 64) -> tuple[Any, dict[str, np.ndarray]]:

@@ -155,3 +155,18 @@ def test_unet_block(tmp_path: Path) -> None:
     model, feeds = unet_block_model()
     net = check_model(model, feeds, tmp_path)
     assert fb.OpType.Deconvolution in _types(net) and fb.OpType.Interp in _types(net)
+
+
+def test_bert_encoder_4_layers(tmp_path: Path) -> None:
+    """Issue acceptance model: a 4-layer BERT encoder, hidden 256, 4 heads, sequence 128."""
+    model, feeds = encoder_layer_model(batch=1, seq=128, hidden=256, heads=4, layers=4)
+    net = check_model(model, feeds, tmp_path)
+    assert _types(net).count(fb.OpType.LayerNorm) == 8
+
+
+def test_vit_tiny_topology(tmp_path: Path) -> None:
+    """ViT-tiny's topology (hidden 192, 3 heads, patch conv, class token) with 2 of its 12 layers, 32x32 images."""
+    from .models import vit_model
+
+    model, feeds = vit_model()
+    check_model(model, feeds, tmp_path)
