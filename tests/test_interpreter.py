@@ -174,3 +174,23 @@ def test_host_tensor_layouts() -> None:
     assert caffe.getDataType() is MNN.Halide_Type_Float and caffe.getDimensionType() == 1
     ints = MNN.Tensor((2,), MNN.Halide_Type_Int, (3, 4), MNN.Tensor_DimensionType_Caffe)
     assert ints.getDataType() is MNN.Halide_Type_Int and ints.getNumpyData().tolist() == [3, 4]
+
+
+def test_shape_from_input_values(e2e: object) -> None:
+    """A Reshape whose target shape is a graph input: pre-inference waits for its value and redoes itself when the
+    value changes (MNN: needInputContentForShape)."""
+    node = h.make_node("Reshape", ["x", "shape"], ["y"])
+    relu = h.make_node("Relu", ["y"], ["z"])
+    graph = h.make_graph([node, relu], "r", [h.make_tensor_value_info("x", T.FLOAT, [2, 6]),
+                                               h.make_tensor_value_info("shape", T.INT64, [2])],
+                         [h.make_tensor_value_info("z", T.FLOAT, None)])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
+    interp = MNN.Interpreter(str(e2e.convert(model)))
+    s = interp.createSession()
+    x = np.arange(-6, 6, dtype=np.float32).reshape(2, 6)
+    for target in ([3, 4], [4, 3], [12, 1]):
+        interp.getSessionInput(s, "x").copyFrom(x)
+        interp.getSessionInput(s, "shape").copyFrom(np.array(target, np.int32))
+        interp.runSession(s)
+        got = interp.getSessionOutput(s).getNumpyData()
+        np.testing.assert_array_equal(got, np.maximum(x, 0).reshape(target))

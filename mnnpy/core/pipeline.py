@@ -25,6 +25,14 @@ SHAPE_QUERIES = {int(OT.Shape), int(OT.Rank), int(OT.Size)}
 _OP_NAMES = {v: k for k, v in vars(OT).items() if not k.startswith("_")}
 
 
+class InputValueNeeded(ModelError):  # noqa: N818 - a condition, like MNN's needInputContentForShape
+    """A shape depends on the *values* of graph inputs (MNN: `needInputContentForShape`)."""
+
+    def __init__(self, message: str, inputs: set[int]) -> None:
+        super().__init__(message)
+        self.inputs = inputs
+
+
 class UnsupportedOp(ModelError):  # noqa: N818 - the name the design uses
     """An op has no shape function or no kernel on any backend."""
 
@@ -103,7 +111,7 @@ def _input_desc(op: Any, override: tuple[int, ...] | TensorDesc | None) -> Tenso
 
 
 def encode(net: Any, input_shapes: dict[int, tuple[int, ...] | TensorDesc], keep: set[int], eval_const: Any,
-           output_names: list[str] | None = None) -> Graph:
+           output_names: list[str] | None = None, input_values: dict[int, np.ndarray] | None = None) -> Graph:
     """Shape inference, constant folding and geometry over the whole net.
 
     Args:
@@ -112,6 +120,10 @@ def encode(net: Any, input_shapes: dict[int, tuple[int, ...] | TensorDesc], keep
         keep: tensors that must be materialised (outputs, saveTensors).
         eval_const: `fn(op, in_values, out_descs) -> list[np.ndarray]` that runs an op on constants (CPU).
         output_names: outputs chosen by the config (MNN: `ScheduleConfig::path.outputs`), else the net's.
+        input_values: values of inputs that shapes depend on; they are folded like constants.
+
+    Raises:
+        InputValueNeeded: a shape needs the value of graph inputs not in `input_values`.
     """
     registry.load_core()
     graphs = {str(sg.name): sg for sg in (getattr(net, "subgraphs", None) or [])}
@@ -119,6 +131,8 @@ def encode(net: Any, input_shapes: dict[int, tuple[int, ...] | TensorDesc], keep
     n = len(names)
     g = Graph([None] * n, {}, [], [], [], names)
     pending: list[Command] = []
+    producers: dict[int, list[int]] = {}
+    given = input_values or {}
     for op in net.oplists or []:
         ins = [int(i) for i in np.asarray(op.inputIndexes if op.inputIndexes is not None else []).ravel()]
         outs = [int(i) for i in np.asarray(op.outputIndexes if op.outputIndexes is not None else []).ravel()]
@@ -126,9 +140,16 @@ def encode(net: Any, input_shapes: dict[int, tuple[int, ...] | TensorDesc], keep
         if graphs and op.type in (OT.While, OT.If):
             op.subgraphs = graphs  # control-flow ops find their bodies by name
         if op.type == OT.Input:
-            g.descs[outs[0]] = _input_desc(op, input_shapes.get(outs[0]))
+            desc = _input_desc(op, input_shapes.get(outs[0]))
+            if outs[0] in given:
+                value = np.asarray(given[outs[0]]).astype(desc.dtype)
+                g.values[outs[0]] = value
+                desc = TensorDesc(value.shape, desc.dtype, NCHW)
+            g.descs[outs[0]] = desc
             g.inputs.append(outs[0])
             continue
+        for o in outs:
+            producers[o] = ins
         if op.type == OT.Const:
             value = blob_value(op.main)
             g.values[outs[0]] = value
@@ -152,6 +173,10 @@ def encode(net: Any, input_shapes: dict[int, tuple[int, ...] | TensorDesc], keep
         in_values = [g.values.get(i) for i in ins]
         for pos in entry.needs_values:
             if pos < len(ins) and in_values[pos] is None:
+                sources = _input_sources(ins[pos], producers, set(g.inputs))
+                if sources:
+                    raise InputValueNeeded(f"op {name!r} ({op_type_name(op.type)}): its output shape depends on the "
+                                           f"values of input(s) {sorted(names[i] for i in sources)}", sources)
                 raise ModelError(f"op {name!r} ({op_type_name(op.type)}): input {names[ins[pos]]!r} must be known "
                                  f"before running (its value decides the output shape)")
         try:
@@ -190,6 +215,20 @@ def encode(net: Any, input_shapes: dict[int, tuple[int, ...] | TensorDesc], keep
     g.outputs = outputs
     g.commands = _materialise(g, _live(g, pending, set(outputs) | keep), set(outputs) | keep)
     return g
+
+
+def _input_sources(tensor: int, producers: dict[int, list[int]], inputs: set[int]) -> set[int]:
+    """Graph inputs whose values flow into `tensor`."""
+    found, stack, seen = set(), [tensor], set()
+    while stack:
+        t = stack.pop()
+        if t in seen:
+            continue
+        seen.add(t)
+        if t in inputs:
+            found.add(t)
+        stack.extend(producers.get(t, []))
+    return found
 
 
 def _live(g: Graph, pending: list[Command], wanted: set[int]) -> list[Command]:

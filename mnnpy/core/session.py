@@ -17,7 +17,7 @@ from mnnpy.core.backend import Backend, BackendUnavailable, TensorRef
 from mnnpy.core.geometry import raster as ref_raster
 from mnnpy.core.ir import NCHW, TensorDesc
 from mnnpy.core.layout import pack_value, unpack_value
-from mnnpy.core.pipeline import RASTER, encode, op_type_name
+from mnnpy.core.pipeline import RASTER, InputValueNeeded, encode, op_type_name
 from mnnpy.core.schedule import Scheduler
 from mnnpy.core.shape._util import np_dtype
 from mnnpy.schema import mnn_generated as fb
@@ -76,12 +76,16 @@ class Session:
         self.resize_error: ModelError | None = None
         self.released = False
         self.graph: Any = None
+        self.value_inputs: set[int] = set()  # inputs whose values decide shapes (MNN: needInputContentForShape)
+        self.last_inputs: dict[int, np.ndarray] = {}
+        self.needs_resize = False
         try:
             self.resize()
         except ModelError as exc:
-            if not any(-1 in r.desc.shape for r in self._input_placeholders().values()):
+            dynamic = any(-1 in r.desc.shape for r in self._input_placeholders().values())
+            if not dynamic and not isinstance(exc, InputValueNeeded):
                 raise
-            self.resize_error = exc  # MNN: "Can't run session because not resized"; resizeTensor comes next
+            self.resize_error = exc  # MNN: "Can't run session because not resized"; resizeTensor or input data next
 
     def _input_placeholders(self) -> dict[int, TensorRef]:
         """Every input as a ref without memory: declared dims (-1 kept) or the ones given by resizeTensor."""
@@ -123,7 +127,16 @@ class Session:
     def resize(self) -> None:
         """Redo pre-inference for the current input shapes (MNN: `Session::resize`)."""
         t0 = time.perf_counter()
-        graph = encode(self.net, self.input_shapes, self.save, self._eval_const, self.output_paths)
+        while True:
+            values = {i: self.last_inputs[i] for i in self.value_inputs if i in self.last_inputs}
+            try:
+                graph = encode(self.net, self.input_shapes, self.save, self._eval_const, self.output_paths, values)
+                break
+            except InputValueNeeded as exc:
+                fresh = exc.inputs - self.value_inputs
+                self.value_inputs |= exc.inputs
+                if not fresh or not all(i in self.last_inputs for i in exc.inputs):
+                    raise
         sched = Scheduler(graph, self.main, self.backup)
         self.commands = sched.schedule()
         for i in graph.outputs:
@@ -142,6 +155,8 @@ class Session:
         """Run every command (MNN: `Pipeline::execute`); callbacks get (command, tensors) and may stop the run."""
         if self.released:
             raise ModelError("the session was released")
+        if self.value_inputs and (self.needs_resize or self.resize_error is not None):
+            self._resize_for_values()
         if self.resize_error is not None:
             raise ModelError(f"session is not resized ({self.resize_error}); call resizeTensor + resizeSession")
         for b in {id(self.main): self.main, id(self.backup): self.backup}.values():
@@ -219,8 +234,24 @@ class Session:
             owner.on_copy(ref, host)
         return host.array
 
+    def _resize_for_values(self) -> None:
+        """Input values that shapes depend on changed: redo pre-inference, then restore the other inputs."""
+        self.resize()
+        self.needs_resize = False
+        for idx, value in self.last_inputs.items():
+            if idx not in self.value_inputs and value.size == self.graph.desc(idx).size:
+                self.write(idx, value)
+
     def write(self, index: int, value: np.ndarray) -> None:
         """Store a logical host value into a tensor (uploads to a device backend if needed)."""
+        if self.graph is None or index in self.value_inputs:  # kept for the next resize, which reads them
+            previous = self.last_inputs.get(index)
+            self.last_inputs[index] = np.array(value)
+            if previous is None or previous.shape != value.shape or not np.array_equal(previous, value):
+                self.needs_resize = True
+            return
+        if self.value_inputs and index in self.graph.inputs:  # restored after a value-driven resize
+            self.last_inputs[index] = np.array(value)
         ref = self.tensor_ref(index)
         if ref.array is None:
             raise ModelError(f"tensor {ref.name!r} has no memory (session released?)")
