@@ -10,6 +10,7 @@ Modules: `constants`, `codecs` (Pillow), `color`, `geometric`, `filter`, `misc`,
 # ruff: noqa: F401, F403 - this module re-exports MNN.cv's names
 from __future__ import annotations
 
+from mnnpy.cv.calib3d import Rodrigues, solve, solvePnP
 from mnnpy.cv.codecs import haveImageReader, haveImageWriter, imdecode, imencode, imread, imwrite
 from mnnpy.cv.color import cvtColor, cvtColorTwoPlane
 from mnnpy.cv.constants import *
@@ -73,3 +74,6 @@ from mnnpy.cv.structural import (
     findContours,
     minAreaRect,
 )
+
+_MODULES = {"calib3d", "codecs", "color", "constants", "draw", "filter", "geometric", "misc", "morph", "structural"}
+__all__ = sorted(name for name in dir() if not name.startswith("_") and name not in _MODULES | {"annotations"})
