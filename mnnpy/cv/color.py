@@ -191,6 +191,35 @@ def _from_yuv420(v: Var, layout: str, bgr: bool, alpha: bool) -> Var:
     return out
 
 
+_CRY, _CGY, _CBY, _CRU, _CGU, _CBU, _CGV, _CBV = 269484, 528482, 102760, -155188, -305135, 460324, -385875, -74448
+
+
+def _to_yuv420(v: Var, bgr: bool, yv12: bool) -> Var:
+    """RGB(A) -> planar YUV 4:2:0 (I420 / YV12) with OpenCV's Q20 coefficients; chroma from each 2x2 block's
+    top-left pixel, as OpenCV does."""
+    b, g, r = (_ch(v, 0), _ch(v, 1), _ch(v, 2)) if bgr else (_ch(v, 2), _ch(v, 1), _ch(v, 0))
+    b, g, r = ex.cast(b, ex.int), ex.cast(g, ex.int), ex.cast(r, ex.int)
+    h, w = v.shape[0], v.shape[1]
+    half = 1 << (_SHIFT - 1)
+    y = _shr(r * _CRY + g * _CGY + b * _CBY + (half + (16 << _SHIFT)), _SHIFT)
+    rows, cols = ints(np.arange(0, h, 2)), ints(np.arange(0, w, 2))
+    r2, g2, b2 = (ex.gather(ex.gather(c, rows, 0), cols, 1) for c in (r, g, b))
+    u = _shr(r2 * _CRU + g2 * _CGU + b2 * _CBU + (half + (128 << _SHIFT)), _SHIFT)
+    w_ = _shr(r2 * _CBU + g2 * _CGV + b2 * _CBV + (half + (128 << _SHIFT)), _SHIFT)
+    planes = [y, w_, u] if yv12 else [y, u, w_]
+    flat = ex.concat([ex.reshape(p, [-1]) for p in planes], 0)
+    out = ex.cast(ex.minimum(ex.maximum(flat, ints(0)), ints(255)), ex.uint8)
+    return ex.reshape(out, [h * 3 // 2, w])
+
+
+_TO_YUV420 = {
+    cc.COLOR_RGB2YUV_I420: (False, False), cc.COLOR_BGR2YUV_I420: (True, False),
+    cc.COLOR_RGBA2YUV_I420: (False, False), cc.COLOR_BGRA2YUV_I420: (True, False),
+    cc.COLOR_RGB2YUV_YV12: (False, True), cc.COLOR_BGR2YUV_YV12: (True, True),
+    cc.COLOR_RGBA2YUV_YV12: (False, True), cc.COLOR_BGRA2YUV_YV12: (True, True),
+}
+
+
 def _gray_from_yuv420(v: Var) -> Var:
     if v.ndim == 3:
         v = ex.squeeze(v, [2])
@@ -246,6 +275,8 @@ def cvtColor(src: Any, code: int, dstCn: int = 0) -> Var:  # noqa: N803 - cv2 na
         return _from_yuv420(v, *_YUV420[code])
     if code in _YUV420_GRAY:
         return _gray_from_yuv420(v)
+    if code in _TO_YUV420:
+        return _to_yuv420(v, *_TO_YUV420[code])
     raise NotImplementedError(f"cvtColor: conversion code {code} is not supported by mnnpy.cv")
 
 

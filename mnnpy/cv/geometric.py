@@ -151,8 +151,12 @@ def _affine_coords(m: np.ndarray, dh: int, dw: int, nearest: bool) -> tuple[np.n
 
 def warpAffine(src: Any, M: Any, dsize: Sequence[int], flags: int = cc.INTER_LINEAR,  # noqa: N803 - cv2 names
                borderMode: int = cc.BORDER_CONSTANT, borderValue: Any = 0, code: int | None = None,  # noqa: N803
-               mean: Sequence[float] = (), norm: Sequence[float] = ()) -> Var:
-    """Affine warp: dst(x, y) = src(M^-1 (x, y)) (MNN: `cv.warpAffine`; WARP_INVERSE_MAP in flags uses M directly)."""
+               mean: Sequence[float] = (), norm: Sequence[float] = (), flag: int | None = None) -> Var:
+    """Affine warp: dst(x, y) = src(M^-1 (x, y)) (MNN: `cv.warpAffine`; WARP_INVERSE_MAP in flags uses M directly).
+
+    `flag` is MNN's keyword for cv2's `flags`; `code`, `mean` and `norm` are MNN's colour / normalisation extras.
+    """
+    flags = flags if flag is None else int(flag)
     m = _matrix(M, 2)
     if not flags & cc.WARP_INVERSE_MAP:
         m = invertAffineTransform(m)

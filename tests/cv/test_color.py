@@ -58,6 +58,14 @@ def test_yuv420(cv2, close, name: str) -> None:
     close(MNN.cv.cvtColor(YUV420, code), cv2.cvtColor(YUV420, code), 0)
 
 
+@pytest.mark.parametrize("name", ["RGB2YUV_I420", "BGR2YUV_I420", "RGBA2YUV_I420", "BGRA2YUV_YV12", "BGR2YUV_YV12",
+                                  "RGB2YUV_IYUV"])
+def test_to_yuv420(cv2, close, name: str) -> None:
+    code = getattr(cv2, "COLOR_" + name)
+    src = U8_4[:18, :20].copy() if name.startswith(("RGBA", "BGRA")) else U8_3[:22, :30].copy()
+    close(MNN.cv.cvtColor(src, code), cv2.cvtColor(src, code), 0)
+
+
 def test_yuv420_gray_and_two_plane(cv2, close) -> None:
     close(MNN.cv.cvtColor(YUV420, MNN.cv.COLOR_YUV2GRAY_420), cv2.cvtColor(YUV420, cv2.COLOR_YUV2GRAY_420), 0)
     y, uv = YUV420[:30].copy(), YUV420[30:].reshape(15, 17, 2).copy()

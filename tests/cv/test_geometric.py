@@ -49,6 +49,7 @@ def test_warp_affine(cv2, close, img: np.ndarray, flags: str) -> None:
         bm = getattr(cv2, border)
         ref = cv2.warpAffine(img, m, (25, 19), flags=fl, borderMode=bm, borderValue=(7, 9, 11, 13))
         close(MNN.cv.warpAffine(img, m, (25, 19), fl, bm, (7, 9, 11, 13)), ref, _atol(img))
+    close(MNN.cv.warpAffine(img, m, (25, 19), flag=fl), cv2.warpAffine(img, m, (25, 19), flags=fl), _atol(img))
     inv = cv2.warpAffine(img, m, (25, 19), flags=fl | cv2.WARP_INVERSE_MAP)
     close(MNN.cv.warpAffine(img, m, (25, 19), fl | MNN.cv.WARP_INVERSE_MAP), inv, _atol(img))
 
@@ -67,6 +68,18 @@ def test_warp_perspective_and_remap(cv2, close, img: np.ndarray) -> None:
     for fl in (cv2.INTER_NEAREST, cv2.INTER_LINEAR, cv2.INTER_CUBIC):
         for bm in (cv2.BORDER_CONSTANT, cv2.BORDER_REPLICATE, cv2.BORDER_REFLECT_101):
             close(MNN.cv.remap(img, mx, my, fl, bm), cv2.remap(img, mx, my, fl, borderMode=bm), _atol(img))
+
+
+def test_warp_affine_accepts_cv_matrix(cv2, close) -> None:
+    from mnnpy.cv_process import CVMatrix
+
+    img = IMAGES[0]
+    m = cv2.getRotationMatrix2D((10.5, 7.0), 31.0, 0.85)
+    cvm = CVMatrix()
+    cvm.write([*m.ravel().tolist(), 0.0, 0.0, 1.0])
+    close(MNN.cv.warpAffine(img, cvm, (25, 19)), cv2.warpAffine(img, m, (25, 19)), 2)
+    maps = MNN.cv.convertMaps(np.zeros((3, 4)), np.ones((3, 4)), 5)
+    assert maps[0].dtype == np.float32 and maps[1].shape == (3, 4)
 
 
 def test_affine_helpers(cv2) -> None:
