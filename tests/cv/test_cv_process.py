@@ -135,3 +135,19 @@ def test_create_image_tensor() -> None:
     dest = Tensor([1, 4, 5, 6])
     proc.convert(padded, 6, 5, 8 * 4, dest)  # stride in bytes
     np.testing.assert_array_equal(dest.getNumpyData()[0].transpose(1, 2, 0), rgba)
+
+
+@pytest.mark.parametrize("fmt", [11, 12, 13])  # YUV_NV21, YUV_NV12, YUV_I420
+def test_yuv_source_gray_matches_official(fmt: int) -> None:
+    mnn = require_mnn()
+    yuv = RS.randint(0, 256, (18, 16)).astype(np.uint8)
+    cfg = {"sourceFormat": fmt, "destFormat": CV_ImageFormat_GRAY}
+    ref = mnn.Tensor([1, 1, 12, 16], mnn.Halide_Type_Float, np.zeros([1, 1, 12, 16], np.float32),
+                     mnn.Tensor_DimensionType_Caffe)
+    mnn.CVImageProcess(cfg).convert(yuv, 16, 12, 0, ref)
+    ours = Tensor([1, 1, 12, 16])
+    CVImageProcess(cfg).convert(yuv, 16, 12, 0, ours)
+    np.testing.assert_array_equal(ours.getNumpyData(), np.array(ref.getData(), np.float32).reshape(1, 1, 12, 16))
+    rgb = Tensor([1, 3, 12, 16])  # the official binding rejects YUV -> colour; ours converts as OpenCV does
+    CVImageProcess({"sourceFormat": fmt, "destFormat": CV_ImageFormat_RGB}).convert(yuv, 16, 12, 0, rgb)
+    assert rgb.getNumpyData().shape == (1, 3, 12, 16)
