@@ -129,7 +129,8 @@ class Scheduler:
     def schedule(self) -> list[Command]:
         """Create executions in order, inserting format conversions and cross-backend copies."""
         for i in self.g.inputs:
-            self.owner[i] = self.main
+            if i not in self.g.values:
+                self.owner[i] = self.main
         for cmd in self.g.commands:
             before: list[Command] = []
             if cmd.op_type == RASTER:
@@ -153,8 +154,8 @@ class Scheduler:
                 uses[i] = uses.get(i, 0) + 1
         pinned = set(inputs) | keep
         for i in inputs:
-            self.ref(i)
-            self.main.on_acquire(self.refs[i], StorageType.DYNAMIC_SEPARATE)
+            if not self.ref(i).const:  # inputs whose values shapes depend on are folded constants
+                self.main.on_acquire(self.refs[i], StorageType.DYNAMIC_SEPARATE)
         for cmd in self.commands:
             for o in cmd.outputs:
                 r = self.refs[o]
