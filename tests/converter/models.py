@@ -185,3 +185,25 @@ def unet_block_model() -> tuple[Any, dict[str, np.ndarray]]:
     b.nodes.append(oh.make_node("Sigmoid", [out], ["y"]))
     model = make_model(b.nodes, [("x", F, [1, 3, 16, 20])], ["y"], b.inits, opset=13)
     return model, {"x": b.rng.standard_normal((1, 3, 16, 20)).astype(np.float32)}
+
+
+def mobilenet_v2_model(size: int = 64) -> tuple[Any, dict[str, np.ndarray]]:
+    """Full MobileNetV2 topology (width 1.0, 17 inverted residual blocks, 3.5 M random weights)."""
+    b = Builder(6)
+    y = b.conv_bn("x", 3, 32, 3, stride=2, act="Relu6")
+    cin = 32
+    for expand, cout, repeats, stride in ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+                                          (6, 160, 3, 2), (6, 320, 1, 1)):
+        for i in range(repeats):
+            s = stride if i == 0 else 1
+            hidden = cin * expand
+            z = b.conv_bn(y, cin, hidden, 1, act="Relu6") if expand != 1 else y
+            z = b.conv_bn(z, hidden, hidden, 3, stride=s, group=hidden, act="Relu6")
+            z = b.conv_bn(z, hidden, cout, 1, act=None)
+            y = b.op("Add", [y, z]) if s == 1 and cin == cout else z
+            cin = cout
+    y = b.conv_bn(y, 320, 1280, 1, act="Relu6")
+    y = b.op("Flatten", [b.op("GlobalAveragePool", [y])])
+    b.nodes.append(oh.make_node("Gemm", [y, b.weight(1000, 1280, scale=0.03), b.weight(1000)], ["y"], transB=1))
+    model = make_model(b.nodes, [("x", F, [1, 3, size, size])], ["y"], b.inits, opset=13)
+    return model, {"x": b.rng.standard_normal((1, 3, size, size)).astype(np.float32)}

@@ -200,7 +200,8 @@ def main(argv: list[str]) -> int:
     print(f"node suite: {passed} / {len(results)} pass")
     if "--write-expected" in argv:
         lines = ["# ONNX node-suite cases (onnx 1.22.0 wheel) that mnnpy convert + official MNN do not pass yet.",
-                 "# Regenerate: python -m tests.converter.onnx_backend --write-expected. This list may only shrink."]
+                 "# Regenerate: python -m tests.converter.onnx_backend --write-expected. This list may only shrink.",
+                 f"# {passed} / {len(results)} cases pass."]
         lines += [f"{name}  # {status}: {msg}" for name, (status, msg) in sorted(results.items()) if status != "pass"]
         EXPECTED_FAILURES.write_text("\n".join(lines) + "\n")
     return 0

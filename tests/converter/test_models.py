@@ -170,3 +170,13 @@ def test_vit_tiny_topology(tmp_path: Path) -> None:
 
     model, feeds = vit_model()
     check_model(model, feeds, tmp_path)
+
+
+def test_mobilenet_v2_full(tmp_path: Path) -> None:
+    """Issue acceptance model: the whole MobileNetV2 topology (random weights), 64x64 input."""
+    from .models import mobilenet_v2_model
+
+    model, feeds = mobilenet_v2_model()
+    net = check_model(model, feeds, tmp_path)
+    types = _types(net)
+    assert types.count(fb.OpType.ConvolutionDepthwise) == 17 and fb.OpType.Scale not in types
