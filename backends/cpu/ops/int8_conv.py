@@ -67,8 +67,10 @@ class ConvInt8(CPUExecution):
 
     def on_resize(self) -> None:
         shape = self.x.desc.shape
+        if len(shape) == 3:  # [N, C, H] (converted Conv1D / MatMul as 1x1 conv): W = 1, as the float op
+            shape = (*shape, 1)
         if len(shape) != 4 or self.x.desc.dtype != INT8:
-            raise ModelError(f"op {self.op.name!r}: int8 convolution needs a 4-D int8 input, got {shape} "
+            raise ModelError(f"op {self.op.name!r}: int8 convolution needs a 3-D or 4-D int8 input, got {shape} "
                              f"{self.x.desc.dtype}")
         key = (id(self.op.main), "int8", shape)
         cached = self.backend.kernel_cache.get(key)
@@ -77,12 +79,13 @@ class ConvInt8(CPUExecution):
         else:
             self.kernel = Int8Conv(conv_params(self.op, shape[1]), shape)
             self.backend.kernel_cache[key] = (self.op.main, self.kernel)
-        if self.kernel.out_shape != self.y.desc.shape:
+        if self.kernel.out_shape[:len(self.y.desc.shape)] != self.y.desc.shape:
             raise ModelError(f"op {self.op.name!r}: int8 kernel output {self.kernel.out_shape} != {self.y.desc.shape}")
+        self.shape4 = shape
 
     def on_execute(self) -> None:
         with blas_threads(int(self.backend.config.get("numThread", 1) or 1)):  # the tap GEMMs use numThread
-            self.kernel.run(self.x.array, self.y.array)
+            self.kernel.run(self.x.array.reshape(self.shape4), self.y.array.reshape(self.kernel.out_shape))
 
     def info(self) -> dict[str, Any]:
         k = self.kernel
