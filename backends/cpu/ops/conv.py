@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import numpy as np
 from mnnpy.backends.cpu.ops._common import CPUExecution
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.errors import ModelError
@@ -44,52 +45,74 @@ class Convolution(CPUExecution):
     """
 
     def on_resize(self) -> None:
-        from mnnpy.backends.cpu.compute.conv import make_conv2d_kernel
-
         main = self.op.main
-        if main is not None and main.common.hasOutputShape and self.op.type in (OT.Deconvolution,
-                                                                                OT.DeconvolutionDepthwise):
+        if main is None:
+            raise ModelError(f"op {self.op.name!r}: convolution without parameters")
+        if main.common.hasOutputShape and self.op.type in (OT.Deconvolution, OT.DeconvolutionDepthwise):
             main = _with_output_pads(main, self.x.desc.shape, self.y.desc.shape)
-        if main is None or (main.weight is None and main.quanParameter is None and len(self.inputs) > 1
-                            and not main.common.hasOutputShape):
-            raise ModelError(f"op {self.op.name!r}: convolution with weights as runtime inputs is not supported")
+        n_weights = len(self.inputs) - (2 if main.common.hasOutputShape else 1)
+        no_weight = (main.weight is None or len(main.weight) == 0) and main.quanParameter is None
+        self.weight_refs = self.inputs[1: 1 + n_weights] if no_weight and n_weights > 0 else []
+        if no_weight and not self.weight_refs:
+            raise ModelError(f"op {self.op.name!r}: convolution has no weights")
         force = self.backend.config.get("convAlgorithm")
-        strict = isinstance(force, dict)  # {op name: algorithm} must apply; a plain string applies where it can
-        if strict:
-            force = force.get(self.op.name)
-        threads = int(self.backend.config.get("numThread", 1) or 1)
+        self.strict = isinstance(force, dict)  # {op name: algorithm} must apply; a plain string where it can
+        self.force = force.get(self.op.name) if isinstance(force, dict) else force
+        self.threads = int(self.backend.config.get("numThread", 1) or 1)
         shape = self.x.desc.shape
-        if len(shape) == 3:  # [N, C, H] runs as [N, C, H, 1]
-            shape = (*shape, 1)
-        self.x_view = self.x.array.reshape(*self.x.array.shape[:3], 1, 4) if len(self.x.desc.shape) == 3 \
-            else self.x.array
+        self.shape = (*shape, 1) if len(shape) == 3 else shape  # [N, C, H] runs as [N, C, H, 1]
+        self.x_view = self.x.array.reshape(*self.x.array.shape[:3], 1, 4) if len(shape) == 3 else self.x.array
         self.y_view = self.y.array.reshape(*self.y.array.shape[:3], 1, 4) if len(self.y.desc.shape) == 3 \
             else self.y.array
-        key = (id(main), self.op.type, shape, str(force), threads)
+        self.params = main
+        self.runtime_weights = bool(self.weight_refs) and not all(r.const for r in self.weight_refs)
+        if self.runtime_weights:  # weights are data (MNN: ConvolutionTiledExecutorMultiInput): prepared per run
+            self.algorithm = "runtime-weights"
+            self.kernel: Any = None
+            return
+        if self.weight_refs:
+            self.params = self._with_weights(main)
+        key = (id(main), self.op.type, self.shape, str(self.force), self.threads)
         cached = self.backend.kernel_cache.get(key)
         if cached is not None and cached[0] is main:
             self.kernel = cached[1]
-            self.algorithm = self.kernel.plan.algorithm
-            return
+        else:
+            self.kernel = self._make(self.params)
+            self.backend.kernel_cache[key] = (main, self.kernel)
+        self.algorithm = self.kernel.plan.algorithm
+
+    def _with_weights(self, main: Any) -> Any:
+        """A copy of the params carrying the weight (and bias) inputs' current values."""
+        conv = copy.copy(main)
+        conv.weight = np.asarray(self.weight_refs[0].array, np.float32).ravel()
+        conv.bias = np.asarray(self.weight_refs[1].array, np.float32).ravel() if len(self.weight_refs) > 1 else None
+        return conv
+
+    def _make(self, params: Any) -> Any:
+        from mnnpy.backends.cpu.compute.conv import make_conv2d_kernel
+
         try:
             try:
-                self.kernel = make_conv2d_kernel(main, self.op.type, shape, threads=threads, force=force)
+                kernel = make_conv2d_kernel(params, self.op.type, self.shape, threads=self.threads, force=self.force)
             except ValueError:
-                if strict or force is None:
+                if self.strict or self.force is None:
                     raise
-                self.kernel = make_conv2d_kernel(main, self.op.type, shape, threads=threads)
+                kernel = make_conv2d_kernel(params, self.op.type, self.shape, threads=self.threads)
         except (ValueError, NotImplementedError) as exc:
             raise ModelError(f"op {self.op.name!r}: {exc}") from exc
         session.COUNTERS["weight_transforms"] += 1
-        self.backend.kernel_cache[key] = (main, self.kernel)
-        if tuple(self.kernel.out_shape)[: len(self.y.desc.shape)] != self.y.desc.shape:
-            raise ModelError(f"op {self.op.name!r}: kernel output {self.kernel.out_shape} != {self.y.desc.shape}")
-        self.algorithm = self.kernel.plan.algorithm
+        if tuple(kernel.out_shape)[: len(self.y.desc.shape)] != self.y.desc.shape:
+            raise ModelError(f"op {self.op.name!r}: kernel output {kernel.out_shape} != {self.y.desc.shape}")
+        return kernel
 
     def on_execute(self) -> None:
+        if self.runtime_weights:
+            self.kernel = self._make(self._with_weights(self.params))
         self.kernel.run(self.x_view, self.y_view)
 
     def info(self) -> dict[str, Any]:
+        if self.kernel is None:
+            return {"algorithm": self.algorithm}
         plan = self.kernel.plan
         return {"algorithm": plan.algorithm, "unit": getattr(plan, "unit", None),
                 "costs": dict(getattr(plan, "costs", {}) or {}), "reason": getattr(plan, "reason", "")}

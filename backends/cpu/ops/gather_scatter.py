@@ -95,14 +95,14 @@ class CumSum(CPUExecution):
 
     def on_resize(self) -> None:
         p = self.op.main
-        self.axis = norm_axis(ints(self.inputs[1].array)[0], len(self.x.desc.shape), self.op.name)
         self.exclusive = bool(p.exclusive) if p is not None else False
         self.reverse = bool(p.reverse) if p is not None else False
         self.algorithm = "cumsum"
 
     def on_execute(self) -> None:
-        x = np.flip(self.x.array, self.axis) if self.reverse else self.x.array
-        out = np.cumsum(x, axis=self.axis)
+        axis = norm_axis(ints(self.inputs[1].array)[0], len(self.x.desc.shape), self.op.name)  # may be data
+        x = np.flip(self.x.array, axis) if self.reverse else self.x.array
+        out = np.cumsum(x, axis=axis)
         if self.exclusive:
             out = out - x
-        np.copyto(self.y.array, np.flip(out, self.axis) if self.reverse else out, casting="unsafe")
+        np.copyto(self.y.array, np.flip(out, axis) if self.reverse else out, casting="unsafe")
