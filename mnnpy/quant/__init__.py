@@ -86,7 +86,7 @@ def quantize_model(src: str | Path, dst: str | Path | None, config: str | Path |
     quant_plan = model.plan(net, cfg.skip_ops)
     if not quant_plan.convs:
         raise QuantConfigError(f"{src} has no convolution with constant float weights to quantise")
-    thresholds = calibrate.calibrate(raw, samples, quant_plan.targets, cfg.feature_method, progress)
+    thresholds = calibrate.calibrate(raw, samples, quant_plan.targets, cfg.feature_method, progress, cfg.batch_size)
     counts = model.apply(net, quant_plan, thresholds, cfg.feature_clamp, cfg.weight_clamp, cfg.weight_method)
     data = net_to_bytes(net)
     if dst is not None:

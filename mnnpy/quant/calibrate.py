@@ -78,18 +78,30 @@ def percentile_threshold(hist: np.ndarray, top: float, q: float = KL_FLOOR_PERCE
 class Observer:
     """Per-tensor statistics across calibration runs."""
 
-    def __init__(self, method: str) -> None:
+    def __init__(self, method: str, batch_size: int = 1) -> None:
         self.method = method
+        self.batch_size = max(1, batch_size)
         self.absmax: dict[int, float] = {}
         self.ema: dict[int, float] = {}
+        self.batch: dict[int, float] = {}  # maxima of the batch being collected (EMA)
         self.hist: dict[int, np.ndarray] = {}
+        self.seen = 0
 
     def first_pass(self, index: int, value: np.ndarray) -> None:
         """Record the range of one tensor value."""
         m = float(np.max(np.abs(value))) if value.size else 0.0
         self.absmax[index] = max(self.absmax.get(index, 0.0), m)
-        prev = self.ema.get(index)
-        self.ema[index] = m if prev is None else EMA_MOMENTUM * prev + (1 - EMA_MOMENTUM) * m
+        self.batch[index] = max(self.batch.get(index, 0.0), m)
+
+    def end_sample(self, last: bool = False) -> None:
+        """A calibration sample is done; every ``batch_size`` samples the batch maxima update the EMA."""
+        self.seen += 1
+        if self.seen % self.batch_size and not last:
+            return
+        for index, m in self.batch.items():
+            prev = self.ema.get(index)
+            self.ema[index] = m if prev is None else EMA_MOMENTUM * prev + (1 - EMA_MOMENTUM) * m
+        self.batch = {}
 
     def second_pass(self, index: int, value: np.ndarray) -> None:
         """Accumulate the histogram of non-zero |x| over [0, absmax] (KL only)."""
@@ -118,7 +130,7 @@ class Observer:
 
 
 def calibrate(model: str | bytes, samples: list[dict[str, np.ndarray]], targets: dict[str, tuple[list, list]],
-              method: str, progress: Callable[[str], None] | None = None) -> dict[int, float]:
+              method: str, progress: Callable[[str], None] | None = None, batch_size: int = 1) -> dict[int, float]:
     """Thresholds of the tensors read or written by the ``targets`` ops.
 
     Args:
@@ -127,6 +139,7 @@ def calibrate(model: str | bytes, samples: list[dict[str, np.ndarray]], targets:
         targets: op name -> (input tensor indexes, output tensor indexes) to observe (None entries are skipped).
         method: KL / EMA / MAX_ABS / MSE.
         progress: optional sink for progress lines.
+        batch_size: samples per EMA step (MNN's ``batch_size``).
 
     Returns:
         tensor index -> threshold (largest magnitude that maps to the clamp value).
@@ -135,7 +148,7 @@ def calibrate(model: str | bytes, samples: list[dict[str, np.ndarray]], targets:
 
     interp = Interpreter(model)
     session = interp.createSession({"backend": "CPU", "numThread": 1})
-    obs = Observer(method)
+    obs = Observer(method, batch_size)
     passes = (obs.first_pass, obs.second_pass) if method in ("KL", "MSE") else (obs.first_pass,)
     for k, record in enumerate(passes):
         def seen(tensors: list, indexes: list, record: Callable[[int, np.ndarray], None] = record) -> None:
@@ -156,6 +169,8 @@ def calibrate(model: str | bytes, samples: list[dict[str, np.ndarray]], targets:
         for s, feeds in enumerate(samples):
             _feed(interp, session, feeds)
             interp.runSessionWithCallBack(session, begin, end)
+            if k == 0:
+                obs.end_sample(last=s == len(samples) - 1)
             if progress is not None and (s + 1) % max(1, len(samples) // 4) == 0:
                 progress(f"calibration pass {k + 1}/{len(passes)}: {s + 1}/{len(samples)} samples")
     return {i: obs.threshold(i) for i in obs.absmax}

@@ -94,7 +94,7 @@ def test_official_mnn_runs_our_file(quantized: tuple[Path, object], held_out: np
 @pytest.mark.parametrize("method", ["MAX_ABS", "EMA"])
 def test_other_feature_methods(cnn: dict[str, Path], held_out: np.ndarray, method: str) -> None:
     cfg = {"path": str(cnn["cal"]), "feature_quantize_method": method, "weight_quantize_method": "ADMM",
-           "used_image_num": 10}
+           "used_image_num": 10, "batch_size": 3}
     _, report = quantize_model(cnn["mnn"], cnn["root"] / f"{method}.mnn", cfg)
     assert report.samples == 10
     ref = _run(cnn["mnn"], held_out[:4], int8=False)
@@ -184,3 +184,14 @@ def test_npz_folder(cnn: dict[str, Path], tmp_path: Path) -> None:
     np.savez(data / "9.npz", other=np.zeros((1, 3, SIZE, SIZE), np.float32))
     with pytest.raises(QuantConfigError, match="no data for input"):
         quantize_model(cnn["mnn"], None, {"path": str(data)})
+
+
+def test_ema_batches() -> None:
+    from mnnpy.quant.calibrate import Observer
+
+    obs = Observer("EMA", batch_size=2)
+    for k, m in enumerate([1.0, 3.0, 2.0, 2.0, 5.0]):
+        obs.first_pass(0, np.array([m, -m / 2]))
+        obs.end_sample(last=k == 4)
+    assert obs.threshold(0) == pytest.approx(0.9 * (0.9 * 3.0 + 0.1 * 2.0) + 0.1 * 5.0)
+    assert obs.absmax[0] == 5.0
