@@ -5,6 +5,11 @@ Reports which op types ran where; ops without a Vulkan kernel run on the CPU wit
 
 from __future__ import annotations
 
+import importlib
+import importlib.machinery
+import importlib.util
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,6 +38,17 @@ def _graph(nodes: list, x_shape: list[int], inits: list, opset: int = 17) -> Any
     graph = helper.make_graph(nodes, "m", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _converter_models() -> Any:
+    """tests/converter/models.py (the converter tests' model builders), imported by path: a plain
+    `import converter` may find the repository's top-level `converter/` package instead."""
+    name = "_vulkan_tests_converter"
+    if name not in sys.modules:
+        spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
+        spec.submodule_search_locations = [str(Path(__file__).resolve().parents[2] / "converter")]
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+    return importlib.import_module(f"{name}.models")
 
 
 def _placement(path: Any, precision: str = "normal") -> tuple[dict[str, set[str]], Any, Any]:
@@ -139,9 +155,7 @@ def test_mobilenet_like_low_precision(vk_runtime: Any, e2e: Any) -> None:
 @pytest.mark.parametrize("precision", ["normal", "low"])
 @pytest.mark.parametrize("name", ["encoder_layer_model", "resnet_block_model", "mobilenet_v2_block_model"])
 def test_converter_models_all_on_vulkan(vk_runtime: Any, e2e: Any, name: str, precision: str) -> None:
-    from converter import models  # the converter tests' model builders (tests/ is on the path)
-
-    model, feeds = getattr(models, name)()
+    model, feeds = getattr(_converter_models(), name)()
     path = e2e.convert(model)
     by_type, interp, session = _placement(path, precision)
     assert set().union(*by_type.values()) == {"vulkan"}, by_type
