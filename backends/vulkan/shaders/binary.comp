@@ -27,7 +27,13 @@ float apply(int op, float x, float y) {
     if (op == 3 || op == 7) return x / y;
     if (op == 4 || op == 9) return max(x, y);
     if (op == 5 || op == 8) return min(x, y);
-    if (op == 6) return pow(x, y);
+    if (op == 6) {  // GLSL pow is undefined for x < 0: integer exponents keep the sign, as numpy does
+        float r = pow(abs(x), y);
+        if (x < 0.0) {
+            r = y == floor(y) ? (mod(y, 2.0) == 1.0 ? -r : r) : (0.0 / 0.0);
+        }
+        return r;
+    }
     if (op == 10) return x > y ? 1.0 : 0.0;
     if (op == 11) return x >= y ? 1.0 : 0.0;
     if (op == 12) return x < y ? 1.0 : 0.0;

@@ -90,6 +90,16 @@ def test_unsupported_returns_none(run_op: Any, make_op: Any) -> None:
     assert runner.execution is None
 
 
+def test_pow_with_negative_bases(run_op: Any, make_op: Any) -> None:
+    a = np.array([[-2.0, -3.0, 2.0, -1.5, 0.0, -4.0]], np.float32)
+    b = np.array([[2.0, 3.0, 0.5, 2.0, 2.0, -1.0]], np.float32)
+    param = fb.BinaryOpT()
+    param.opType = fb.BinaryOpOperation.POW
+    (y,) = run_op(fb.OpType.BinaryOp, make_op(fb.OpType.BinaryOp, param), [(a, "NCHW"), (b, "NCHW")],
+                  [TensorDesc(a.shape, np.float32, "NCHW")]).run()
+    _close(y, np.power(a, b))
+
+
 def test_empty_tensors(run_op: Any, make_op: Any) -> None:
     a = np.zeros((0, 3), np.float32)
     param = fb.BinaryOpT()
