@@ -9,14 +9,12 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 from .tf_build import run_mnnpy, run_official
-
-tf = pytest.importorskip("tensorflow", reason="tensorflow-cpu not installed (optional test oracle)")
+from .tf_jobs import require_tensorflow, run_job
 
 WHEEL = "basic_pitch-0.4.0-py2.py3-none-any.whl"
 SHA256 = "738adb503aae7fdfc7d1e1511aa0ce35052315f260a19531ef4c356708425db0"
@@ -43,54 +41,17 @@ def _fetch(tmp: Path) -> Path:
     return tmp / MODEL
 
 
-def _freeze(saved_model: Path, x: np.ndarray) -> tuple[Any, dict[str, str], dict[str, np.ndarray]]:
-    """Load with the v1 loader, inline the function calls (grappler), turn variables into Const nodes."""
-    from tensorflow.core.protobuf import config_pb2
-    from tensorflow.python.grappler import tf_optimizer
-
-    with tf.Graph().as_default(), tf.compat.v1.Session() as sess:
-        meta = tf.compat.v1.saved_model.loader.load(sess, ["serve"], str(saved_model))
-        signature = meta.signature_def["serving_default"]
-        outputs = {key: value.name for key, value in signature.outputs.items()}
-        nodes = sorted({name.split(":")[0] for name in outputs.values()})
-        exported = tf.compat.v1.train.export_meta_graph(graph=sess.graph)
-        exported.collection_def["train_op"].node_list.value.extend(nodes)
-        config = config_pb2.ConfigProto()
-        config.graph_options.rewrite_options.optimizers.append("function")
-        config.graph_options.rewrite_options.min_graph_nodes = -1
-        inlined = tf_optimizer.OptimizeGraph(config, exported)
-        frozen = tf.compat.v1.GraphDef()
-        for node in inlined.node:
-            out = frozen.node.add()
-            out.CopyFrom(node)
-            if node.op == "VarHandleOp":
-                handle = sess.graph.get_tensor_by_name(node.name + ":0")
-                value = sess.run(tf.raw_ops.ReadVariableOp(resource=handle, dtype=node.attr["dtype"].type))
-                out.Clear()
-                out.name, out.op = node.name, "Const"
-                out.attr["dtype"].type = node.attr["dtype"].type
-                out.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(value))
-            elif node.op == "ReadVariableOp":
-                out.op = "Identity"
-                out.attr["T"].type = node.attr["dtype"].type
-                del out.attr["dtype"]
-            elif "T" in out.attr and out.attr["T"].type == tf.resource.as_datatype_enum:
-                out.attr["T"].type = tf.float32.as_datatype_enum
-        frozen = tf.compat.v1.graph_util.extract_sub_graph(frozen, nodes)
-        refs = dict(zip(outputs, sess.run(list(outputs.values()), {INPUT + ":0": x}), strict=True))
-    return frozen, outputs, refs
-
-
 def test_basic_pitch_nmp(tmp_path: Path) -> None:
     from mnnpy.converter.frontends.tensorflow import load_graph_def
     from mnnpy.converter.passes import run_pipeline
     from mnnpy.converter.writer import graph_to_net
     from mnnpy.schema import save_net
 
+    require_tensorflow()
     x = (np.random.default_rng(0).standard_normal((1, 43844, 1)) * 0.1).astype(np.float32)
-    frozen, outputs, refs = _freeze(_fetch(tmp_path), x)
+    frozen, outputs, refs = run_job("freeze_saved_model", str(_fetch(tmp_path)), x, INPUT)
     keys = {name: tensor[:-2] if tensor.endswith(":0") else tensor for name, tensor in outputs.items()}
-    graph = load_graph_def(frozen.SerializeToString(), list(keys.values()), {INPUT: [1, 43844, 1]})
+    graph = load_graph_def(frozen, list(keys.values()), {INPUT: [1, 43844, 1]})
     run_pipeline(graph)
     save_net(graph_to_net(graph), tmp_path / "nmp.mnn")
     for runner in (run_mnnpy, run_official):
