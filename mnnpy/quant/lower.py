@@ -106,10 +106,13 @@ def _int8_add(op: Any, info: dict[int, Any], consts: set[int]) -> bool:
             and all(i in info and i not in consts for i in ins) and outs[0] in info)
 
 
-def _int8_max_pool(op: Any, info: dict[int, Any]) -> bool:
-    """A max pooling whose input and output share one quantisation (max commutes with it)."""
+def _int8_pool(op: Any, info: dict[int, Any]) -> bool:
+    """A max pooling, or a global average pooling, whose input and output share one quantisation."""
     ins, outs = _ints(op.inputIndexes), _ints(op.outputIndexes)
-    if op.type != OT.Pooling or not isinstance(op.main, fb.PoolT) or op.main.type != fb.PoolType.MAXPOOL:
+    if op.type not in (OT.Pooling, OT.Pooling3D) or op.main is None:
+        return False
+    is_max = op.type == OT.Pooling and op.main.type == fb.PoolType.MAXPOOL
+    if not is_max and not (op.main.type == fb.PoolType.AVEPOOL and op.main.isGlobal):
         return False
     if len(ins) != 1 or len(outs) != 1 or ins[0] not in info or outs[0] not in info:
         return False
@@ -117,10 +120,13 @@ def _int8_max_pool(op: Any, info: dict[int, Any]) -> bool:
     return bool(np.isclose(a.scale, b.scale, rtol=1e-6) and a.zero == b.zero)
 
 
-def _max_pool_op(op: Any) -> Any:
+def _pool_op(op: Any) -> Any:
+    """QuantizedMaxPool / QuantizedAvgPool (global) carrying the float op's Pool / Pool3D table."""
     new = fb.OpT()
-    new.type, new.name = OT.QuantizedMaxPool, op.name
-    new.mainType, new.main = fb.OpParameter.Pool, copy.copy(op.main)
+    new.name = op.name
+    new.type = OT.QuantizedMaxPool if op.main.type == fb.PoolType.MAXPOOL else OT.QuantizedAvgPool
+    new.mainType = fb.OpParameter.Pool if op.type == OT.Pooling else fb.OpParameter.Pool3D
+    new.main = copy.copy(op.main)
     return new
 
 
@@ -183,7 +189,7 @@ def _round_trip(ops: list[Any], o: int, q: Any, names: list[str], twin_of: Any, 
 
 
 def lower_int8(net: Any) -> Any:
-    """A copy of ``net`` where quantised convolutions, residual adds and max pools run as int8 ops (CPU int8 kernels).
+    """A copy of ``net`` where quantised convolutions, residual adds and pools run as int8 ops (CPU int8 kernels).
 
     Tensors keep their indexes and names on the float side; int8 values live in new ``<name>__int8`` tensors.
     """
@@ -191,7 +197,7 @@ def lower_int8(net: Any) -> Any:
     info = {int(d.index): d.quantInfo for d in out.extraTensorDescribe or [] if d.quantInfo is not None}
     names = [str(n) for n in out.tensorName or []]
     consts = {o for op in out.oplists or [] if op.type == OT.Const for o in _ints(op.outputIndexes)}
-    int8_ops = {id(op) for op in out.oplists or [] if _int8_add(op, info, consts) or _int8_max_pool(op, info)
+    int8_ops = {id(op) for op in out.oplists or [] if _int8_add(op, info, consts) or _int8_pool(op, info)
                 or (_int8_conv(op) and all(i in info for i in (_ints(op.inputIndexes)[0], _ints(op.outputIndexes)[0])))}
     float_uses: dict[int, int] = {}
     for op in out.oplists or []:
@@ -228,7 +234,7 @@ def lower_int8(net: Any) -> Any:
         if op.type == OT.BinaryOp:
             new = _add_op(op, info)
         else:
-            new = _max_pool_op(op) if op.type == OT.Pooling else _int8_op(op, info)
+            new = _pool_op(op) if op.type in (OT.Pooling, OT.Pooling3D) else _int8_op(op, info)
         new.inputIndexes = np.asarray([twin[i] for i in ins], np.int32)
         new.outputIndexes = np.asarray([twin_of(o)], np.int32)
         ops.append(new)

@@ -1,5 +1,6 @@
-"""QuantizedMaxPool (op 58) as mnnpy's int8 max pooling: the window maximum of int8 codes (input and output share
-scale and zero point, so no requantisation). In mnnpy's lowered nets it carries the float op's ``Pool`` table.
+"""QuantizedMaxPool (op 58) and global QuantizedAvgPool (op 52) as mnnpy's int8 pooling: the window maximum of the
+int8 codes, or the truncated mean of each plane (MNN's int8 average pooling truncates). Input and output share scale
+and zero point, so nothing is requantised. In mnnpy's lowered nets they carry the float op's Pool / Pool3D table.
 """
 
 from __future__ import annotations
@@ -80,3 +81,29 @@ class MaxPoolInt8(CPUExecution):
 
     def info(self) -> dict[str, Any]:
         return {"algorithm": "int8-maxpool"}
+
+
+@shape_fn(OT.QuantizedAvgPool)
+def avg_pool_int8_shape(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
+    """Global average pooling only: [N, C, 1, ...], int8."""
+    if not getattr(op.main, "isGlobal", False):
+        raise ModelError(f"op {op.name!r}: int8 average pooling is implemented for global pools only")
+    x = descs[0]
+    return [TensorDesc((x.shape[0], x.shape[1]) + (1,) * (len(x.shape) - 2), np.dtype(np.int8), NCHW)]
+
+
+@cpu_kernel(OT.QuantizedAvgPool, formats=(NCHW,))
+class GlobalAvgPoolInt8(CPUExecution):
+    """``floor(sum / count)`` of the int8 codes per channel (MNN's int8 average pooling truncates)."""
+
+    def on_resize(self) -> None:
+        shape = self.x.desc.shape
+        self.axes = tuple(range(2, len(shape)))
+        self.count = int(np.prod(shape[2:])) if len(shape) > 2 else 1
+
+    def on_execute(self) -> None:
+        total = np.sum(self.x.array, axis=self.axes, dtype=np.int64, keepdims=True)
+        self.y.array[...] = np.floor_divide(total, self.count)
+
+    def info(self) -> dict[str, Any]:
+        return {"algorithm": "int8-global-avgpool"}

@@ -116,3 +116,26 @@ def test_int8_max_pool(pool: tuple) -> None:
         want = np.stack([xp[:, :, y * s:y * s + k, x_ * s:x_ * s + k].max(axis=(2, 3))
                          for y in range(oh) for x_ in range(oh)], axis=-1).reshape(1, 6, oh, oh)
     np.testing.assert_array_equal(got, want)
+
+
+def test_int8_global_average_pool_truncates() -> None:
+    p = fb.Pool3DT()
+    p.type, p.isGlobal = fb.PoolType.AVEPOOL, True
+    inp = fb.InputT()
+    inp.dims, inp.dtype, inp.dformat = [2, 5, 3, 4], fb.DataType.DT_FLOAT, fb.MNN_DATA_FORMAT.NCHW
+    net = fb.NetT()
+    net.tensorName = ["x", "xq", "pq", "y"]
+    net.oplists = [
+        _op(OT.Input, "x", [], [0], fb.OpParameter.Input, inp),
+        _op(OT.FloatToInt8, "q", [0], [1], fb.OpParameter.QuantizedFloatParam, _qparam(1.0, 0)),
+        _op(OT.QuantizedAvgPool, "gap", [1], [2], fb.OpParameter.Pool3D, p),
+        _op(OT.Int8ToFloat, "dq", [2], [3], fb.OpParameter.QuantizedFloatParam, _qparam(1.0, 0)),
+    ]
+    net.outputName = ["y"]
+    interp = mnnpy.Interpreter(net_to_bytes(net))
+    session = interp.createSession({})
+    x = np.random.default_rng(6).integers(-100, 100, size=(2, 5, 3, 4)).astype(np.float32)
+    interp.getSessionInput(session).copyFrom(mnnpy.Tensor([2, 5, 3, 4], data=x, dimType=1))
+    interp.runSession(session)
+    want = np.floor(x.sum(axis=(2, 3), keepdims=True) / 12)
+    np.testing.assert_array_equal(interp.getSessionOutput(session).getNumpyData(), want)
