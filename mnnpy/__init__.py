@@ -24,6 +24,10 @@ _LAZY: dict[str, str] = {
         "Halide_Type_Float", "Halide_Type_Double", "Halide_Type_Int", "Halide_Type_Int64", "Halide_Type_Uint8",
         "Halide_Type_Int8", "Halide_Type_String", "Tensor_DimensionType_Tensorflow", "Tensor_DimensionType_Caffe",
         "Tensor_DimensionType_Caffe_C4", "Tensor_DimensionType_Caddfe_C4")},
+    **{name: "mnnpy.cv_process" for name in (
+        "CVImageProcess", "CVMatrix", "CV_ImageFormat_RGBA", "CV_ImageFormat_RGB", "CV_ImageFormat_BGR",
+        "CV_ImageFormat_GRAY", "CV_ImageFormat_BGRA", "CV_ImageFormat_YUV_NV21", "CV_Filter_NEAREST",
+        "CV_Filter_BILINEAL", "CV_Filter_BICUBIC", "CV_Wrap_CLAMP_TO_EDGE", "CV_Wrap_ZERO", "CV_Wrap_REPEAT")},
 }
 
 
