@@ -195,3 +195,18 @@ def test_ema_batches() -> None:
         obs.end_sample(last=k == 4)
     assert obs.threshold(0) == pytest.approx(0.9 * (0.9 * 3.0 + 0.1 * 2.0) + 0.1 * 5.0)
     assert obs.absmax[0] == 5.0
+
+
+def test_skip_ops_stay_float(cnn: dict[str, Path], held_out: np.ndarray) -> None:
+    from support.official import run as official
+
+    dst = cnn["root"] / "skip.mnn"
+    net, report = quantize_model(cnn["mnn"], dst, {"path": str(cnn["cal"]), "feature_quantize_method": "MAX_ABS",
+                                                   "skip_quant_op_names": ["c0"]})
+    assert report.counts["convs"] == 6
+    first = next(op for op in net.oplists if str(op.name) == "c0")
+    assert first.main.weight is not None and first.main.quanParameter is None
+    ref = _run(cnn["mnn"], held_out[:4], int8=False)
+    ours = _run(dst, held_out[:4])
+    theirs = np.array([official(dst, {"x": x[None]})["y"].ravel() for x in held_out[:4]])
+    assert _cosine(ref, ours).min() >= 0.99 and _cosine(ref, theirs).min() >= 0.99
