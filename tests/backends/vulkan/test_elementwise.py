@@ -107,3 +107,34 @@ def test_empty_tensors(run_op: Any, make_op: Any) -> None:
     (y,) = run_op(fb.OpType.BinaryOp, make_op(fb.OpType.BinaryOp, param), [(a, "NCHW"), (a, "NCHW")],
                   [TensorDesc((0, 3), np.float32, "NCHW")]).run()
     assert y.shape == (0, 3)
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    import math
+
+    return np.vectorize(math.erf)(x.astype(np.float64))
+
+
+DOMAIN_UNARY = {  # op -> (input generator range, numpy reference)
+    "SQRT": ((0.01, 9), np.sqrt), "RSQRT": ((0.1, 9), lambda x: 1 / np.sqrt(x)), "LOG": ((0.01, 9), np.log),
+    "RECIPROCAL": ((0.5, 4), np.reciprocal), "CEIL": ((-3, 3), np.ceil), "ROUND": ((-3, 3), np.rint),
+    "SIGN": ((-3, 3), np.sign), "COS": ((-3, 3), np.cos), "TAN": ((-1.2, 1.2), np.tan),
+    "ASIN": ((-0.99, 0.99), np.arcsin), "ACOS": ((-0.99, 0.99), np.arccos), "ATAN": ((-5, 5), np.arctan),
+    "ATANH": ((-0.9, 0.9), np.arctanh), "ASINH": ((-5, 5), np.arcsinh), "ACOSH": ((1, 5), np.arccosh),
+    "SINH": ((-3, 3), np.sinh), "COSH": ((-3, 3), np.cosh), "EXPM1": ((-3, 3), np.expm1),
+    "LOG1P": ((-0.5, 3), np.log1p), "BNLL": ((-5, 5), lambda x: np.logaddexp(0, x)), "ERF": ((-3, 3), _erf),
+    "ERFC": ((-3, 3), lambda x: 1 - _erf(x)),
+    "GELU_STANDARD": ((-4, 4), lambda x: 0.5 * x * (1 + _erf(x / np.sqrt(2)))),
+    "GELU": ((-4, 4), lambda x: 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x**3)))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DOMAIN_UNARY))
+def test_unary_domains(run_op: Any, make_op: Any, name: str) -> None:
+    (lo, hi), ref = DOMAIN_UNARY[name]
+    x = RNG.uniform(lo, hi, size=(1, 13, 4, 5)).astype(np.float32)
+    param = fb.UnaryOpT()
+    param.opType = getattr(fb.UnaryOpOperation, name)
+    (y,) = run_op(fb.OpType.UnaryOp, make_op(fb.OpType.UnaryOp, param), [(x, "NC4HW4")],
+                  [TensorDesc(x.shape, np.float32, "NC4HW4")]).run()
+    _close(y, np.asarray(ref(x)))
