@@ -208,12 +208,14 @@ def _image(cfg: QuantConfig, path: Path, shape: tuple[int, ...]) -> np.ndarray:
     conv["BGRA"] = np.concatenate([bgr, alpha], axis=2)
     conv["RGBA"] = np.concatenate([bgr[:, :, ::-1], alpha], axis=2)
     pix = conv[cfg.format]
-    h = cfg.height or (shape[2] if len(shape) == 4 else pix.shape[0])
-    w = cfg.width or (shape[3] if len(shape) == 4 else pix.shape[1])
+    channels = pix.shape[2]
+    nhwc = len(shape) == 4 and shape[3] == channels and shape[1] != channels  # a TF-style [N, H, W, C] input
+    h = cfg.height or (shape[1 if nhwc else 2] if len(shape) == 4 else pix.shape[0])
+    w = cfg.width or (shape[2 if nhwc else 3] if len(shape) == 4 else pix.shape[1])
     if pix.shape[:2] != (h, w):
         pix = cv2.resize(pix, (w, h), interpolation=cv2.INTER_LINEAR).reshape(h, w, -1)
     x = (pix.astype(np.float32) - np.float32(cfg.mean)) * np.float32(cfg.normal)
-    x = x.transpose(2, 0, 1)[None]
+    x = x[None] if nhwc else x.transpose(2, 0, 1)[None]
     if len(shape) != 4 or x.shape != tuple(shape):
         raise QuantConfigError(f"{path}: preprocessed image is {x.shape}, the model input is {tuple(shape)}")
-    return np.ascontiguousarray(x, np.float32)[0:1].reshape(shape)
+    return np.ascontiguousarray(x, np.float32)
