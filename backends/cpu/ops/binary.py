@@ -15,7 +15,15 @@ OT = fb.OpType
 
 
 def _floormod(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    return np.mod(a, b, out=out) if out is not None else np.mod(a, b)
+    """FLOORMOD: Python's mod for floats; MNN 3.6.1's integer kernel computes C's fmod (kept for compatibility)."""
+    fn = np.fmod if np.issubdtype(np.result_type(a, b), np.integer) else np.mod
+    return fn(a, b, out=out) if out is not None else fn(a, b)
+
+
+def _mod(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """MOD: C's fmod for floats; MNN 3.6.1's integer kernel computes Python's mod."""
+    fn = np.mod if np.issubdtype(np.result_type(a, b), np.integer) else np.fmod
+    return fn(a, b, out=out) if out is not None else fn(a, b)
 
 
 def _div(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -31,7 +39,7 @@ BINARY: dict[int, Callable] = {
     0: np.add, 1: np.subtract, 2: np.multiply, 3: _div, 4: np.maximum, 5: np.minimum, 6: np.power, 7: _div,
     8: np.minimum, 9: np.maximum, 10: np.greater, 11: np.greater_equal, 12: np.less, 13: np.floor_divide,
     14: lambda a, b, out=None: np.square(a - b, out=out), 15: np.equal, 16: np.less_equal, 17: _floormod,
-    19: np.fmod, 20: np.arctan2, 21: np.logical_or, 22: np.not_equal, 23: np.bitwise_and, 24: np.bitwise_or,
+    19: _mod, 20: np.arctan2, 21: np.logical_or, 22: np.not_equal, 23: np.bitwise_and, 24: np.bitwise_or,
     25: np.bitwise_xor, 26: np.logical_xor, 27: np.left_shift, 28: np.right_shift,
 }
 ELTWISE = {0: np.multiply, 1: np.add, 2: np.maximum, 3: np.subtract}

@@ -65,6 +65,10 @@ class ScatterNd(CPUExecution):
             np.add.at(y, where, upd)
         elif self.reduce == 2:
             np.multiply.at(y, where, upd)
+        elif self.reduce == 9:
+            np.maximum.at(y, where, upd)
+        elif self.reduce == 8:
+            np.minimum.at(y, where, upd)
         else:
             y[where] = upd
 
@@ -106,3 +110,77 @@ class CumSum(CPUExecution):
         if self.exclusive:
             out = out - x
         np.copyto(self.y.array, np.flip(out, axis) if self.reverse else out, casting="unsafe")
+
+
+@cpu_kernel(OT.ScatterElements)
+class ScatterElements(CPUExecution):
+    """y = data, then y[..., indices[i], ...] = updates[i] along `axis` (or reduced with add/mul/max/min)."""
+
+    def on_resize(self) -> None:
+        p = self.op.main
+        self.reduce = getattr(p, "opType", None) if p is not None else None
+        self.algorithm = "scatter-elements"
+
+    def on_execute(self) -> None:
+        y = self.y.array
+        np.copyto(y, self.x.array)
+        axis = norm_axis(ints(self.inputs[3].array)[0], y.ndim, self.op.name) if len(self.inputs) > 3 else 0
+        idx = _wrap(self.inputs[1].array, y.shape[axis]).astype(np.intp)
+        upd = self.inputs[2].array
+        grids: list[np.ndarray] = list(np.indices(idx.shape, sparse=True))
+        grids[axis] = idx
+        where = tuple(grids)
+        ufunc = {0: np.add, 2: np.multiply, 9: np.maximum, 8: np.minimum}.get(int(self.reduce)) \
+            if self.reduce is not None else None
+        if ufunc is None:
+            y[where] = upd
+        else:
+            ufunc.at(y, where, upd)
+
+
+@cpu_kernel(OT.GridSample)
+class GridSample(CPUExecution):
+    """Sample x [N, C, H, W] at grid [N, Ho, Wo, 2] (x, y in [-1, 1]); bilinear or nearest; zeros, border
+    (CLAMP) or reflection padding; align corners or not."""
+
+    def on_resize(self) -> None:
+        p = self.op.main
+        self.nearest = p is not None and p.mode == 1
+        self.padding = p.paddingMode if p is not None else 0  # 0 zeros, 1 border, 2 reflection
+        self.align = bool(p.alignCorners) if p is not None else False
+        self.algorithm = "grid-nearest" if self.nearest else "grid-bilinear"
+
+    def _unnormalise(self, coord: np.ndarray, size: int) -> np.ndarray:
+        pos = (coord + 1) / 2 * (size - 1) if self.align else ((coord + 1) * size - 1) / 2
+        if self.padding == 1:
+            return np.clip(pos, 0, size - 1)
+        if self.padding == 2:
+            lo, hi = (0.0, size - 1.0) if self.align else (-0.5, size - 0.5)
+            span = hi - lo
+            if span <= 0:
+                return np.zeros_like(pos)
+            t = np.abs(pos - lo) % (2 * span)
+            pos = lo + np.where(t > span, 2 * span - t, t)
+            return np.clip(pos, 0, size - 1) if not self.align else pos
+        return pos
+
+    def on_execute(self) -> None:
+        x, grid = self.x.array, self.inputs[1].array
+        n, _, h, w = x.shape
+        gx = self._unnormalise(grid[..., 0].astype(np.float64), w)
+        gy = self._unnormalise(grid[..., 1].astype(np.float64), h)
+        batch = np.arange(n)[:, None, None]
+
+        def tap(yy: np.ndarray, xx: np.ndarray) -> np.ndarray:
+            inside = (yy >= 0) & (yy < h) & (xx >= 0) & (xx < w)
+            v = x[batch, :, np.clip(yy, 0, h - 1), np.clip(xx, 0, w - 1)]  # [N, Ho, Wo, C]
+            return np.where(inside[..., None], v, 0.0)
+
+        if self.nearest:
+            out = tap(np.rint(gy).astype(np.intp), np.rint(gx).astype(np.intp))
+        else:
+            x0, y0 = np.floor(gx).astype(np.intp), np.floor(gy).astype(np.intp)
+            fx, fy = (gx - x0)[..., None], (gy - y0)[..., None]
+            out = (tap(y0, x0) * (1 - fx) * (1 - fy) + tap(y0, x0 + 1) * fx * (1 - fy)
+                   + tap(y0 + 1, x0) * (1 - fx) * fy + tap(y0 + 1, x0 + 1) * fx * fy)
+        np.copyto(self.y.array, np.moveaxis(out, -1, 1), casting="unsafe")

@@ -15,8 +15,9 @@ from mnnpy.core.registry import cpu_kernel
 def _coords(out: int, size: int, scale: float, mode: int) -> np.ndarray:
     """Source coordinate of each output index (CoordinateTransformationMode)."""
     i = np.arange(out, dtype=np.float64)
-    if mode == 1:  # align corners
-        return i * ((size - 1) / (out - 1)) if out > 1 else np.zeros(out)
+    if mode == 1:  # align corners; with scales the resized length is size*scale, unrounded (ONNX)
+        denom = size * scale - 1
+        return i * ((size - 1) / denom) if denom > 0 else np.zeros(out)
     if mode in (2, 5):  # half pixel
         return (i + 0.5) / scale - 0.5
     if mode == 3:  # pytorch half pixel
@@ -29,8 +30,6 @@ def _table(out: int, size: int, scale: float, mode: int, kind: int, cubic_a: flo
     x = _coords(out, size, scale, mode)
     if kind in (1, 4):  # nearest: floor (1) or round, halves down (4, ONNX round_prefer_floor)
         idx = np.ceil(x - 0.5) if kind == 4 else np.floor(x)
-        if mode == 1 and kind == 1:
-            idx = np.round(x)
         return np.clip(idx, 0, size - 1).astype(np.intp)[:, None], np.ones((out, 1), dtype=np.float32)
     if kind == 2:
         x = np.maximum(x, 0) if mode in (2, 5) else x

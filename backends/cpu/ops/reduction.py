@@ -37,6 +37,9 @@ class Reduction(CPUExecution):
         elif self.kind == 2:
             x = np.square(x)
         fn: Callable[..., Any] = np.sum if self.kind in (1, 2) else REDUCE[self.kind]
+        if x.size == 0 and self.kind in (4, 5):  # max/min of an empty set: the identity (-inf / +inf)
+            self.out.fill(-np.inf if self.kind == 4 else np.inf)
+            return
         np.copyto(self.out, fn(x, axis=self.axes, keepdims=True), casting="unsafe")
 
 

@@ -91,7 +91,10 @@ def pool(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
         elif p.padType == 1:
             dims.append(math.ceil((size - k + 1) / s))
         elif p.ceilModel:
-            dims.append(math.ceil((size + pb + pe - k) / s) + 1)
+            out = math.ceil((size + pb + pe - k) / s) + 1
+            if (out - 1) * s >= size + pb:  # the last window would start in the end padding: dropped
+                out -= 1
+            dims.append(out)
         else:
             dims.append((size + pb + pe - k) // s + 1)
     return [TensorDesc((x.shape[0], x.shape[1], dims[0], dims[1]), x.dtype, NC4HW4)]

@@ -43,3 +43,16 @@ def one_hot(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
     dtype = np_dtype(op.main.dType) if op.main is not None else \
         descs[2].dtype if len(descs) > 2 else np.dtype(np.float32)
     return [TensorDesc(tuple(shape), dtype, NCHW)]
+
+
+@shape_fn(OT.ScatterElements)
+def scatter_elements(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
+    return [TensorDesc(descs[0].shape, descs[0].dtype, NCHW)]
+
+
+@shape_fn(OT.GridSample)
+def grid_sample(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
+    x, grid = descs[0].shape, descs[1].shape
+    if len(x) != 4 or len(grid) != 4:
+        raise ModelError(f"op {op.name!r}: only 2-D GridSample is supported, got {x} and {grid}")
+    return [TensorDesc((x[0], x[1], grid[1], grid[2]), descs[0].dtype, descs[0].fmt)]

@@ -237,3 +237,25 @@ def test_conv_transpose_variants(e2e: Any, attrs: dict) -> None:
     # with output_shape official MNN 3.6.1 splits the padding the other way and disagrees with onnxruntime
     e2e.check(node_model("ConvTranspose", (1, 13, 5, 4), attrs, consts, ("w", "b")), {"x": f32(1, 13, 5, 4)},
               official="output_shape" not in attrs)
+
+
+@pytest.mark.parametrize("attrs", [dict(mode="bilinear", padding_mode="zeros"),
+                                   dict(mode="bilinear", padding_mode="border", align_corners=1),
+                                   dict(mode="nearest", padding_mode="reflection")])
+def test_grid_sample(e2e: Any, attrs: dict) -> None:
+    grid = (RNG.random((1, 4, 5, 2)) * 2.4 - 1.2).astype(np.float32)
+    model = node_model("GridSample", (1, 3, 6, 7), attrs, {"g": grid}, ("g",), opset=16)
+    e2e.check(model, {"x": f32(1, 3, 6, 7)})
+
+
+def test_scatter_elements(e2e: Any) -> None:
+    """Overwrite form (the official converter drops `reduction`; mnnpy's converter keeps it, covered by the ONNX
+    node suite)."""
+    consts = {"i": np.array([[1, -1], [0, 2]], np.int64), "u": f32(2, 2)}
+    model = node_model("ScatterElements", (2, 4), dict(axis=1), consts, ("i", "u"), opset=18)
+    e2e.check(model, {"x": f32(2, 4)})
+
+
+def test_pool_ceil_last_window_in_padding(e2e: Any) -> None:
+    attrs = dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1)
+    e2e.check(node_model("AveragePool", (1, 3, 2, 2), attrs), {"x": f32(1, 3, 2, 2)})
