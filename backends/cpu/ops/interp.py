@@ -15,9 +15,8 @@ from mnnpy.core.registry import cpu_kernel
 def _coords(out: int, size: int, scale: float, mode: int) -> np.ndarray:
     """Source coordinate of each output index (CoordinateTransformationMode)."""
     i = np.arange(out, dtype=np.float64)
-    if mode == 1:  # align corners; with scales the resized length is size*scale, unrounded (ONNX)
-        denom = size * scale - 1
-        return i * ((size - 1) / denom) if denom > 0 else np.zeros(out)
+    if mode == 1:  # align corners over the integer output length, as onnxruntime and MNN compute it
+        return i * ((size - 1) / (out - 1)) if out > 1 else np.zeros(out)
     if mode in (2, 5):  # half pixel
         return (i + 0.5) / scale - 0.5
     if mode == 3:  # pytorch half pixel
