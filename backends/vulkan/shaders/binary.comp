@@ -20,6 +20,31 @@ layout(push_constant) uniform Params {
 } p;
 #include "common.glsl"
 
+// Floored quotient and remainder of x / y, exact for float inputs like numpy's floor_divide / mod: the quotient
+// from an (inexact) division is corrected with the fused remainder.
+vec2 floor_divmod(float x, float y) {
+    float q = floor(x / y);
+    // r = x - q*y without rounding error (drivers may not fuse fma): Veltkamp split + Dekker's two-product,
+    // `precise` forbids reassociation and contraction.
+    precise float prod = q * y;
+    precise float cq = 4097.0 * q;
+    precise float qh = cq - (cq - q);
+    precise float ql = q - qh;
+    precise float cy = 4097.0 * y;
+    precise float yh = cy - (cy - y);
+    precise float yl = y - yh;
+    precise float err = ((qh * yh - prod) + qh * yl + ql * yh) + ql * yl;
+    precise float r = (x - prod) - err;
+    if (y > 0.0 ? r >= y : r <= y) {
+        q += 1.0;
+        r -= y;
+    } else if (y > 0.0 ? r < 0.0 : r > 0.0) {
+        q -= 1.0;
+        r += y;
+    }
+    return vec2(q, r);
+}
+
 float apply(int op, float x, float y) {
     if (op == 0) return x + y;
     if (op == 1) return x - y;
@@ -37,11 +62,11 @@ float apply(int op, float x, float y) {
     if (op == 10) return x > y ? 1.0 : 0.0;
     if (op == 11) return x >= y ? 1.0 : 0.0;
     if (op == 12) return x < y ? 1.0 : 0.0;
-    if (op == 13) return floor(x / y);
+    if (op == 13) return floor_divmod(x, y).x;
     if (op == 14) return (x - y) * (x - y);
     if (op == 15) return x == y ? 1.0 : 0.0;
     if (op == 16) return x <= y ? 1.0 : 0.0;
-    if (op == 17) return x - floor(x / y) * y;
+    if (op == 17) return floor_divmod(x, y).y;
     if (op == 20) return atan(x, y);
     if (op == 22) return x != y ? 1.0 : 0.0;
     if (op == 29) return x * y / (1.0 + exp(-y));

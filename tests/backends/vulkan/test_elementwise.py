@@ -138,3 +138,23 @@ def test_unary_domains(run_op: Any, make_op: Any, name: str) -> None:
     (y,) = run_op(fb.OpType.UnaryOp, make_op(fb.OpType.UnaryOp, param), [(x, "NC4HW4")],
                   [TensorDesc(x.shape, np.float32, "NC4HW4")]).run()
     _close(y, np.asarray(ref(x)))
+
+
+MORE_BINARY = {
+    "DIV": np.divide, "REALDIV": np.divide, "FLOORDIV": np.floor_divide, "FLOORMOD": np.mod, "ATAN2": np.arctan2,
+    "EQUAL": np.equal, "NOTEQUAL": np.not_equal, "LESS": np.less, "LESS_EQUAL": np.less_equal,
+    "GREATER_EQUAL": np.greater_equal, "MAX_TEMP": np.maximum, "MIN_TEMP": np.minimum,
+    "MUL_SILU": lambda a, b: a * (b / (1 + np.exp(-b))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MORE_BINARY))
+def test_binary_ops_vs_numpy(run_op: Any, make_op: Any, name: str) -> None:
+    a = np.round(RNG.uniform(-4, 4, size=(1, 13, 3, 4)), 1).astype(np.float32)  # rounded: equal pairs occur
+    b = np.round(RNG.uniform(0.5, 3, size=(1, 13, 1, 4)) * RNG.choice([-1, 1], size=(1, 13, 1, 4)), 1)
+    b = b.astype(np.float32)
+    param = fb.BinaryOpT()
+    param.opType = getattr(fb.BinaryOpOperation, name)
+    (y,) = run_op(fb.OpType.BinaryOp, make_op(fb.OpType.BinaryOp, param), [(a, "NC4HW4"), (b, "NCHW")],
+                  [TensorDesc(a.shape, np.float32, "NC4HW4")]).run()
+    _close(y, np.asarray(MORE_BINARY[name](a, b), dtype=np.float32))
