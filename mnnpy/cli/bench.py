@@ -62,15 +62,18 @@ def run(args: argparse.Namespace) -> int:
             engine.feed(feeds)
         stats = interleaved(engines, args.runs, args.warmup)
         diffs = agreement(engines)
-        title = (f"{Path(args.model).name}: {args.threads} thread(s), {args.runs} runs after {args.warmup} warm-up, "
-                 f"interleaved")
-        print(report(title, stats, missing, diffs, models.convert_s))
         ours = next((e for e in engines if isinstance(e, MnnpyEngine)), None)
+        where = f", mnnpy on {ours.session.main.name}" if ours is not None else ""
+        title = (f"{Path(args.model).name}: {args.threads} thread(s), {args.runs} runs after {args.warmup} warm-up, "
+                 f"interleaved{where}")
+        print(report(title, stats, missing, diffs, models.convert_s))
         ops = []
         if args.profile and ours is not None:
             ops = profile_session(ours.session, runs=max(args.runs // 2, 2), warmup=1)
             overhead = run_overhead(ours.session, runs=max(args.runs // 2, 2))
             print(profile_table(ops, top=args.top or None, overhead=overhead))
+            if ours.session.main.name != "cpu":
+                print("note: on a GPU backend the per-op times are host-side (recording/enqueue), not device time")
             if args.png:
                 why = write_chart(ops, args.png, title=f"mnnpy {Path(args.model).name}, {args.threads} thread(s)")
                 print(why or f"chart written to {args.png}")

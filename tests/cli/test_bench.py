@@ -65,6 +65,7 @@ def test_bench_table_with_peers(tiny: Path, tmp_path: Path, capsys: pytest.Captu
     assert set(rows) == {"mnnpy", "ort", "mnn", "mnn-cvt"}, out
     assert "missing" not in out
     assert "median ms" in out and "ratios (mnnpy median / peer median" in out and "ort " in out
+    assert "interleaved, mnnpy on cpu" in out
     assert "pre-inference (load + createSession) ms: mnnpy" in out
     for name in ("ort", "mnn", "mnn-cvt"):  # same inputs, same answer
         assert float(rows[name].split()[-1]) < 1e-3, rows[name]
