@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
-from ..context import OP, PARAM, Context, OnnxNode
+from ..context import BIN, OP, PARAM, UN, Context, OnnxNode
 from ..functions import UseFunctionBody
 from ..registry import onnx_op
 
@@ -59,18 +59,63 @@ def resize(ctx: Context, node: OnnxNode, *, antialias: int = 0, axes: list[int] 
            coordinate_transformation_mode: str = "half_pixel", cubic_coeff_a: float = -0.75,
            exclude_outside: int = 0, extrapolation_value: float = 0.0, keep_aspect_ratio_policy: str = "stretch",
            mode: str = "nearest", nearest_mode: str = "round_prefer_floor") -> None:
-    """Resize -> Interp with input 1 = scales (float) or sizes (int32)."""
-    if antialias or exclude_outside or axes is not None or keep_aspect_ratio_policy != "stretch":
-        raise UseFunctionBody(f"{node.label()}: antialias / exclude_outside / axes / keep_aspect_ratio_policy "
-                           "are not supported")
+    """Resize -> Interp with input 1 = scales (float) or sizes (int32); `axes` and keep_aspect_ratio_policy are
+    expanded to full-rank scales / sizes (at run time when they are not constants)."""
+    if antialias or exclude_outside:
+        raise UseFunctionBody(f"{node.label()}: antialias / exclude_outside are not supported")
     if ctx.opset < 11:
         _interp(ctx, node, mode, "asymmetric", "round_prefer_floor", cubic_coeff_a, node.inputs[1])
         return
     scales, sizes = node.input(2), node.input(3)
     scales_value = ctx.value(scales)
-    if scales and (scales_value is None or scales_value.size):
-        _interp(ctx, node, mode, coordinate_transformation_mode, nearest_mode, cubic_coeff_a, scales)
-    elif sizes:
-        _interp(ctx, node, mode, coordinate_transformation_mode, nearest_mode, cubic_coeff_a, sizes)
-    else:
+    use_scales = bool(scales) and (scales_value is None or scales_value.size > 0)
+    if not use_scales and not sizes:
         raise UseFunctionBody(f"{node.label()}: needs scales or sizes")
+    target = scales if use_scales else sizes
+    if axes is not None or (not use_scales and keep_aspect_ratio_policy != "stretch"):
+        rank = ctx.need_rank(node, node.inputs[0])
+        axes = [a % rank for a in (axes if axes is not None else range(rank))]
+        if use_scales:
+            target = _full_scales(ctx, target, axes, rank)
+        else:
+            target = _full_sizes(ctx, node.inputs[0], target, axes, rank, keep_aspect_ratio_policy)
+    _interp(ctx, node, mode, coordinate_transformation_mode, nearest_mode, cubic_coeff_a, target)
+
+
+def _scatter(ctx: Context, axes: list[int], values: str, rank: int) -> str:
+    """A [rank] vector with `values` at `axes` and zeros elsewhere (ScatterNd)."""
+    indices = ctx.const(np.asarray(axes, np.int32).reshape(-1, 1), "axes")
+    return ctx.out(OP.ScatterNd, [indices, values, ctx.const(np.int32([rank]))], name="ScatterNd")
+
+
+def _full_scales(ctx: Context, scales: str, axes: list[int], rank: int) -> str:
+    """1 everywhere, `scales` at `axes`."""
+    shifted = ctx.binary(BIN.SUB, scales, ctx.const(np.float32(1)))
+    return ctx.binary(BIN.ADD, _scatter(ctx, axes, shifted, rank), ctx.const(np.float32(1)))
+
+
+def _full_sizes(ctx: Context, x: str, sizes: str, axes: list[int], rank: int, policy: str) -> str:
+    """Shape(x) with `sizes` at `axes`; not_larger / not_smaller rescale all axes by one ratio (ONNX's rule)."""
+    shape = ctx.shape_of(x)
+    picked = ctx.out(OP.GatherV2, [shape, ctx.const(np.int32(axes)), ctx.const(np.int32(0))], name="GatherV2")
+    sizes_i = ctx.out(OP.Cast, [sizes], None, PARAM.CastParam, _cast(fb.DataType.DT_INT32), name="Cast")
+    if policy in ("not_larger", "not_smaller"):
+        as_float = [ctx.out(OP.Cast, [t], None, PARAM.CastParam, _cast(fb.DataType.DT_FLOAT), name="Cast")
+                    for t in (sizes_i, picked)]
+        ratio = ctx.binary(BIN.REALDIV, as_float[0], as_float[1])
+        reduce = fb.ReductionParamT()
+        reduce.operation = fb.ReductionType.MINIMUM if policy == "not_larger" else fb.ReductionType.MAXIMUM
+        reduce.dim = [0]
+        scale = ctx.out(OP.Reduction, [ratio], None, PARAM.ReductionParam, reduce, name="Reduction")
+        scaled = ctx.binary(BIN.ADD, ctx.binary(BIN.MUL, as_float[1], scale), ctx.const(np.float32(0.5)))
+        sizes_i = ctx.out(OP.Cast, [ctx.unary(UN.FLOOR, scaled)], None, PARAM.CastParam,
+                          _cast(fb.DataType.DT_INT32), name="Cast")
+    keep = ctx.binary(BIN.SUB, ctx.const(np.ones(rank, np.int32)),
+                      _scatter(ctx, axes, ctx.const(np.ones(len(axes), np.int32)), rank))
+    return ctx.binary(BIN.ADD, ctx.binary(BIN.MUL, shape, keep), _scatter(ctx, axes, sizes_i, rank))
+
+
+def _cast(dtype: int) -> fb.CastParamT:
+    param = fb.CastParamT()
+    param.dstT = dtype
+    return param
