@@ -290,7 +290,8 @@ def open_engines(models: Models, names: list[str], threads: int, backend: str = 
                 continue
             source = path[name]
             if source is None:
-                missing.append(Missing(name, "no model file for it"))
+                why = "it runs mnnpy's .mnn, which does not exist" if name == "mnn" else "no model file for it"
+                missing.append(Missing(name, why))
             elif name == "mnnpy":
                 engines.append(MnnpyEngine(source, threads, backend, config))
             elif name == "ort":
