@@ -15,15 +15,16 @@ OT = fb.OpType
 
 
 def _floormod(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """FLOORMOD: Python's mod for floats; MNN 3.6.1's integer kernel computes C's fmod (kept for compatibility)."""
-    fn = np.fmod if np.issubdtype(np.result_type(a, b), np.integer) else np.mod
-    return fn(a, b, out=out) if out is not None else fn(a, b)
+    """FLOORMOD: Python's mod (sign of b) for every dtype.
+
+    Official MNN 3.6.1 sessions swap FLOORMOD and MOD for integer tensors (measured); mnnpy.expr relies on one
+    meaning per op code, so mnnpy keeps that. Integer ONNX Mod with mixed signs therefore differs from MNN."""
+    return np.mod(a, b, out=out) if out is not None else np.mod(a, b)
 
 
 def _mod(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """MOD: C's fmod for floats; MNN 3.6.1's integer kernel computes Python's mod."""
-    fn = np.mod if np.issubdtype(np.result_type(a, b), np.integer) else np.fmod
-    return fn(a, b, out=out) if out is not None else fn(a, b)
+    """MOD: C's fmod (sign of a)."""
+    return np.fmod(a, b, out=out) if out is not None else np.fmod(a, b)
 
 
 def _div(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
