@@ -150,6 +150,8 @@ CASES = [
     case("resize_not_larger_sizes", [node("Resize", ["x", "", "", "s"], mode="nearest", axes=[2, 3],
                                           keep_aspect_ratio_policy="not_larger")], {"x": X3},
          {"s": np.array([9, 20], np.int64)}, opset=18),
+    case("cumprod_with_zero_and_negatives", [node("CumProd", ["s", "a"], ["c"], reverse=1), node("Add", ["c", "x"])],
+         {"x": [7]}, {"s": np.array([2, -1, 0.5, -3, 0, 4, -2], np.float32), "a": np.array(0, np.int64)}, opset=26),
     case("softmax", [node("Softmax", ["x"], axis=1)], {"x": X13}),
     case("softmax_last", [node("Softmax", ["x"])], {"x": X13}),
     case("softmax_v11", [node("Softmax", ["x"], axis=1)], {"x": X3}, opset=11),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
-from ..context import BIN, OP, PARAM, Context, OnnxNode
+from ..context import BIN, OP, PARAM, UN, Context, OnnxNode
 from ..functions import UseFunctionBody
 from ..registry import onnx_op
 from .shape import _strided_slice
@@ -224,3 +224,41 @@ def cumsum(ctx: Context, node: OnnxNode, *, exclusive: int = 0, reverse: int = 0
     param.exclusive = bool(exclusive)
     param.reverse = bool(reverse)
     ctx.emit(OP.CumSum, [node.inputs[0], node.inputs[1]], node.outputs, PARAM.CumSum, param, name=node.name)
+
+
+@onnx_op("CumProd")
+def cumprod(ctx: Context, node: OnnxNode, *, exclusive: int = 0, reverse: int = 0) -> None:
+    """CumProd as sign * exp(CumSum(log|x|)), zero once a zero has been seen (float arithmetic, ints rounded)."""
+    x, axis = node.inputs[0], node.inputs[1]
+    floating = ctx.is_float(x)
+    if not floating:
+        x = ctx.out(OP.Cast, [x], None, PARAM.CastParam, _cast_param(fb.DataType.DT_FLOAT), name="Cast")
+
+    def running(values: str) -> str:
+        param = fb.CumSumT()
+        param.exclusive = bool(exclusive)
+        param.reverse = bool(reverse)
+        return ctx.out(OP.CumSum, [values, axis], None, PARAM.CumSum, param, name="CumSum")
+
+    zero = ctx.const(np.float32(0))
+    is_zero = ctx.out(OP.Cast, [ctx.binary(BIN.EQUAL, x, zero)], None, PARAM.CastParam,
+                      _cast_param(fb.DataType.DT_FLOAT), name="Cast")
+    is_negative = ctx.out(OP.Cast, [ctx.binary(BIN.GREATER, zero, x)], None, PARAM.CastParam,
+                          _cast_param(fb.DataType.DT_FLOAT), name="Cast")
+    magnitude = ctx.binary(BIN.ADD, ctx.unary(UN.ABS, x), is_zero)  # zeros -> 1 so log stays finite
+    product = ctx.unary(UN.EXP, running(ctx.unary(UN.LOG, magnitude)))
+    parity = ctx.binary(BIN.FLOORMOD, running(is_negative), ctx.const(np.float32(2)))  # float FLOORMOD: Python mod
+    sign = ctx.binary(BIN.SUB, ctx.const(np.float32(1)), ctx.binary(BIN.MUL, parity, ctx.const(np.float32(2))))
+    seen_zero = ctx.binary(BIN.GREATER, running(is_zero), zero)
+    result = ctx.out(OP.Select, [seen_zero, zero, ctx.binary(BIN.MUL, sign, product)], name="Select")
+    if floating:
+        ctx.alias(result, node.outputs[0])
+        return
+    rounded = ctx.unary(UN.FLOOR, ctx.binary(BIN.ADD, result, ctx.const(np.float32(0.5))))
+    ctx.emit(OP.Cast, [rounded], node.outputs, PARAM.CastParam, _cast_param(fb.DataType.DT_INT32))
+
+
+def _cast_param(dtype: int) -> fb.CastParamT:
+    param = fb.CastParamT()
+    param.dstT = dtype
+    return param
