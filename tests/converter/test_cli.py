@@ -123,3 +123,13 @@ def test_framework_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     model, _ = resnet_block_model()
     src = _save(model, tmp_path / "m.onnx")
     assert main(["convert", "-f", "onnx", "--modelFile", str(src), "--MNNModel", str(tmp_path / "o.mnn"), "-q"]) == 0
+
+
+def test_every_unconvertible_node_is_listed(tmp_path: Path) -> None:
+    nodes = [oh.make_node("MaxPool", ["x"], ["a"], kernel_shape=[2, 2], dilations=[2, 2], name="pool_dilated"),
+             oh.make_node("Pad", ["a", "p"], ["y"], mode="wrap", name="pad_wrap")]
+    model = make_model(nodes, [("x", F, [1, 3, 8, 8])], ["y"], {"p": np.zeros(8, np.int64)}, opset=19)
+    with pytest.raises(ConvertError) as info:
+        convert(_save(model, tmp_path / "m.onnx"), tmp_path / "m.mnn")
+    assert "pool_dilated" in str(info.value) and "pad_wrap" in str(info.value) and "2 ONNX nodes" in str(info.value)
+    assert not (tmp_path / "m.mnn").exists()

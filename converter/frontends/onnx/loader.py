@@ -195,8 +195,17 @@ def load_onnx(source: str | Path | Any) -> Graph:
     graph.ranks = {name: len(shape) for name, shape in shapes.items()}
     ctx = Context(graph, opset, shapes, dtypes)
     graph.reserve([name for proto in model.graph.node for name in list(proto.output) + list(proto.input)])
+    problems: list[str] = []
     for i, proto in enumerate(model.graph.node):
-        _convert_node(ctx, onnx, proto, i)
+        try:
+            _convert_node(ctx, onnx, proto, i)
+        except ConvertError as exc:  # keep going so one error lists every node MNN cannot take
+            problems.append(str(exc))
+    if len(problems) == 1:
+        raise ConvertError(problems[0])
+    if problems:
+        raise ConvertError(f"{len(problems)} ONNX nodes cannot be converted (opset {opset}):\n" +
+                           "\n".join(f"  {p}" for p in problems))
     return graph
 
 
