@@ -78,7 +78,11 @@ def _int8_op(op: Any, info: dict[int, Any]) -> Any:
     bias = np.asarray(main.bias if main.bias is not None else np.zeros(oc), np.float64)
     sym = fb.QuantizedFloatParamT()
     sym.weight = codes.ravel()
-    sym.bias = np.rint(bias / (s_in * s_w)).astype(np.int32)
+    depthwise = op.type == OT.ConvolutionDepthwise
+    acc_bias = bias / (s_in * s_w)
+    # MNN's CPU int8 kernels: depthwise truncates the bias to accumulator units, the others add the float bias
+    # after scaling (kept here in output codes on Convolution2D.bias); both reproduced so runtimes agree per op
+    sym.bias = (np.trunc(acc_bias) if depthwise else np.rint(acc_bias)).astype(np.int32)
     sym.scale = (s_in * s_w / s_out).astype(np.float32)
     sym.zeroPoint, sym.outputZeroPoint = zp_in, zp_out
     lo, hi = int(info[o].min), int(info[o].max)
@@ -95,6 +99,8 @@ def _int8_op(op: Any, info: dict[int, Any]) -> Any:
     new.main.common = copy.copy(c)
     new.main.common.relu = new.main.common.relu6 = False
     new.main.symmetricQuan = sym
+    if not depthwise:
+        new.main.bias = (bias / s_out).astype(np.float32)
     return new
 
 

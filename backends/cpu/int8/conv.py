@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .requant import quantize_multiplier, requantize
+from .requant import fixed_point_offset, quantize_multiplier, requantize
 
 
 @dataclass
@@ -36,13 +36,19 @@ class Int8ConvParams:
     lo: int = -128
     hi: int = 127
     depthwise: bool = False
+    out_bias: np.ndarray | None = None  # float bias in output codes (b / s_out), added at requantisation precision
     m: np.ndarray = field(init=False, repr=False)
     shift: np.ndarray = field(init=False, repr=False)
+    offset: np.ndarray | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
         self.weight = np.asarray(self.weight, np.int8)
         self.bias = np.asarray(self.bias, np.int64).ravel()
         self.m, self.shift = quantize_multiplier(np.broadcast_to(self.multiplier, (self.weight.shape[0],)))
+        if self.out_bias is not None:
+            self.offset = fixed_point_offset(np.asarray(self.out_bias, np.float64).ravel(), self.shift)
+            if self.offset is None:  # no headroom: fall back to the bias in accumulator units
+                self.bias = np.rint(np.asarray(self.out_bias, np.float64) / self.multiplier).astype(np.int64)
 
 
 def out_size(size: int, k: int, s: int, d: int, pad_b: int, pad_e: int) -> int:
@@ -112,7 +118,8 @@ class Int8Conv:
         return rows
 
     def accumulate(self, x: np.ndarray) -> np.ndarray:
-        """Exact int64 accumulators [n*oh*ow, oc] (bias included) of an int8 NCHW input."""
+        """Exact int64 accumulators [n*oh*ow, oc] of an int8 NCHW input (the int bias included unless the bias is
+        kept at output precision, see ``out_bias``)."""
         p = self.p
         if self.dw3x3:
             acc = self._dw3x3(x)
@@ -134,7 +141,8 @@ class Int8Conv:
                     for t in range(self.taps):
                         dst += src[self.table[t]] @ self.w_taps[g, t]
         out = acc.astype(np.int64)  # the float carriers hold exact integers
-        out += p.bias
+        if p.offset is None:
+            out += p.bias
         return out
 
     def _dw3x3(self, x: np.ndarray) -> np.ndarray:
@@ -157,7 +165,7 @@ class Int8Conv:
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """int8 NCHW ``x`` -> int8 NCHW ``out`` (requantised inside)."""
         p = self.p
-        q = requantize(self.accumulate(x), p.m, p.shift, p.out_zero, p.lo, p.hi)
+        q = requantize(self.accumulate(x), p.m, p.shift, p.out_zero, p.lo, p.hi, p.offset)
         n, oc, oh, ow = self.out_shape
         out[...] = q.reshape(n, oh, ow, oc).transpose(0, 3, 1, 2)
 
@@ -183,8 +191,11 @@ def reference_conv(x: np.ndarray, p: Int8ConvParams) -> np.ndarray:
             for g in range(groups):
                 cin = patch[:, g * (c // groups):(g + 1) * (c // groups)]
                 acc[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", cin, wf[g * og:(g + 1) * og, :, ky, kx])
-    acc += p.bias.reshape(1, -1, 1, 1)
-    real = acc * np.asarray(np.broadcast_to(p.multiplier, (oc,)), np.float64).reshape(1, -1, 1, 1)
+    mult = np.asarray(np.broadcast_to(p.multiplier, (oc,)), np.float64).reshape(1, -1, 1, 1)
+    if p.offset is not None:
+        real = acc * mult + np.asarray(p.out_bias, np.float64).reshape(1, -1, 1, 1)
+    else:
+        real = (acc + p.bias.reshape(1, -1, 1, 1)) * mult
     return np.clip(np.floor(real + 0.5) + p.out_zero, p.lo, p.hi).astype(np.int8)
 
 

@@ -35,8 +35,9 @@ def quantize_multiplier(scale: np.ndarray | float) -> tuple[np.ndarray, np.ndarr
     return m, shift
 
 
-def requantize(acc: np.ndarray, m: np.ndarray, shift: np.ndarray, zero_point: int, lo: int, hi: int) -> np.ndarray:
-    """int8 ``clamp(zero_point + round_half_up(acc * m / 2**shift), lo, hi)``; m/shift broadcast on the last axis.
+def requantize(acc: np.ndarray, m: np.ndarray, shift: np.ndarray, zero_point: int, lo: int, hi: int,
+               offset: np.ndarray | None = None) -> np.ndarray:
+    """int8 ``clamp(zero_point + round_half_up((acc * m + offset) / 2**shift), lo, hi)``, per channel on the last axis.
 
     Args:
         acc: int64 accumulators (values within int32).
@@ -45,13 +46,25 @@ def requantize(acc: np.ndarray, m: np.ndarray, shift: np.ndarray, zero_point: in
         zero_point: output zero point.
         lo: lowest output code (fused ReLU raises it to the zero point).
         hi: highest output code.
+        offset: optional int64 bias in the same fixed point (``bias / s_out * 2**shift``), for a bias kept at output
+            precision rather than rounded to accumulator units.
     """
     prod = acc.astype(np.int64, copy=False) * m
+    if offset is not None:
+        prod += offset
     prod += np.left_shift(np.int64(1), shift - 1)
     np.right_shift(prod, shift, out=prod)
     prod += zero_point
     np.clip(prod, lo, hi, out=prod)
     return prod.astype(np.int8)
+
+
+def fixed_point_offset(out_bias: np.ndarray, shift: np.ndarray) -> np.ndarray | None:
+    """``round(out_bias * 2**shift)`` as int64, or None when it would not leave int64 headroom for the products."""
+    scaled = np.rint(np.asarray(out_bias, np.float64) * np.ldexp(1.0, shift))
+    if not np.all(np.abs(scaled) < 2.0 ** 61):
+        return None
+    return scaled.astype(np.int64)
 
 
 def quantize(x: np.ndarray, scale: float, zero_point: int = 0, lo: int = -128, hi: int = 127) -> np.ndarray:

@@ -26,14 +26,17 @@ CASES = [  # c, oc, k, stride, pads, group, depthwise, in_zero, out_zero
 ]
 
 
+@pytest.mark.parametrize("float_bias", [False, True])
 @pytest.mark.parametrize("case", CASES, ids=[f"c{i}" for i in range(len(CASES))])
-def test_conv_matches_reference(case: tuple) -> None:
+def test_conv_matches_reference(case: tuple, float_bias: bool) -> None:
     c, oc, k, s, pads, g, dw, izp, ozp = case
     rng = np.random.default_rng(len(str(case)))
     x = rng.integers(-128, 128, size=(2, c, 9, 11)).astype(np.int8)
     w = rng.integers(-127, 128, size=(oc, 1 if dw else c // g, k, k)).astype(np.int8)
+    out_bias = rng.normal(0, 20, oc) if float_bias else None
     p = Int8ConvParams(w, rng.integers(-5000, 5000, oc), rng.uniform(1e-4, 2e-3, oc), (s, s), (1, 1), pads, g,
-                       izp, 0, ozp, -128 if ozp else -127, 127, dw)
+                       izp, 0, ozp, -128 if ozp else -127, 127, dw, out_bias)
+    assert (p.offset is not None) == float_bias
     kernel = Int8Conv(p, x.shape)
     out = np.zeros(kernel.out_shape, np.int8)
     kernel.run(x, out)
