@@ -73,7 +73,6 @@ def apply(graph: Graph) -> int:
         if not ok:
             continue
         conv.outputs = list(node.outputs)
-        conv.name = node.name
         graph.nodes.remove(node)
         folded += 1
     return folded

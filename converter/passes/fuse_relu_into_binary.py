@@ -28,7 +28,6 @@ def apply(graph: Graph) -> int:
             continue
         binary.param.activationType = 1
         binary.outputs = list(act.outputs)
-        binary.name = act.name
         graph.nodes.remove(act)
         fused += 1
     return fused

@@ -37,7 +37,6 @@ def apply(graph: Graph) -> int:
             continue
         setattr(common, flag, True)
         conv.outputs = list(act.outputs)
-        conv.name = act.name
         graph.nodes.remove(act)
         fused += 1
     return fused

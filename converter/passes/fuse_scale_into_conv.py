@@ -53,7 +53,6 @@ def apply(graph: Graph) -> int:
         if not _fold(conv, scale, bias):
             continue
         conv.outputs = list(node.outputs)
-        conv.name = node.name
         graph.nodes.remove(node)
         folded += 1
     return folded
