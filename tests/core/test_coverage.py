@@ -14,7 +14,8 @@ NEEDED = ["ConvertTensor", "Convolution", "ConvolutionDepthwise", "Deconvolution
           "Unsqueeze", "Squeeze", "Flatten", "ExpandDims", "Padding", "GatherV2", "Reduction", "Cast", "MatMul",
           "BatchMatMul", "LayerNorm", "ArgMax", "ArgMin", "Fill", "Range", "Tile", "BroadcastTo", "Select", "TopKV2",
           "DepthToSpace", "SpaceToDepth", "Sigmoid", "TanH", "ZerosLike", "SpaceToBatchND", "BatchToSpaceND",
-          "GatherND", "GatherElements", "ScatterNd", "OneHot", "CumSum", "While", "If"]
+          "GatherND", "GatherElements", "ScatterNd", "OneHot", "CumSum", "While", "If", "ScatterElements",
+          "GridSample", "LSTM", "LRN", "GroupNorm"]
 QUERIES = {"Shape", "Rank", "Size"}  # computed from descriptors at resize time
 
 
