@@ -133,7 +133,7 @@ class Tensor:
             np.copyto(self._array, src.reshape(shape), casting="unsafe")
             return True
         ref = self._ref
-        if src.dtype.kind != ref.desc.dtype.kind and not (src.dtype.kind in "iu" and ref.desc.dtype.kind in "iu"):
+        if src.dtype.kind != ref.desc.dtype.kind and not (src.dtype.kind in "iub" and ref.desc.dtype.kind in "iu"):
             raise ModelError(f"tensor {ref.name!r}: expects {ref.desc.dtype}, got {src.dtype}")
         self._session.write(self._index, src.reshape(shape))
         return True
