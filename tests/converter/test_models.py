@@ -180,3 +180,26 @@ def test_mobilenet_v2_full(tmp_path: Path) -> None:
     net = check_model(model, feeds, tmp_path)
     types = _types(net)
     assert types.count(fb.OpType.ConvolutionDepthwise) == 17 and fb.OpType.Scale not in types
+
+
+def test_same_ops_as_official_converter(tmp_path: Path) -> None:
+    """The MobileNetV2 block example converts to MNNConvert 3.6.1's ops, op names, tensors and params."""
+    import numpy as np
+    from mnnpy.converter import convert
+    from mnnpy.schema import load_net
+
+    from .helpers import official_convert
+
+    src = Path(__file__).resolve().parents[2] / "examples" / "mobilenet_v2_block.onnx"
+    if not src.exists():
+        pytest.skip("run tools/make_examples.py first")
+    ours, _ = convert(src, tmp_path / "ours.mnn")
+    theirs = load_net(official_convert(src, tmp_path / "official.mnn"))
+    assert [(op.type, op.name) for op in ours.oplists] == [(op.type, op.name) for op in theirs.oplists]
+    assert list(ours.tensorName) == list(theirs.tensorName)
+    for a, b in zip(ours.oplists, theirs.oplists, strict=True):
+        if a.mainType == fb.OpParameter.Convolution2D:
+            ca, cb = a.main.common, b.main.common
+            assert (ca.padX, ca.padY, ca.group, ca.relu, ca.relu6) == (cb.padX, cb.padY, cb.group, cb.relu, cb.relu6)
+            assert np.allclose(a.main.weight, b.main.weight, atol=1e-5)
+            assert np.allclose(a.main.bias, b.main.bias, atol=1e-5)
