@@ -38,7 +38,7 @@ class Raster(CPUExecution):
                 self.mode = "copy"
             elif xf != NC4HW4 and yf == NC4HW4:
                 self.mode = "pack"
-            elif xf == NC4HW4 and yf != NC4HW4 and self.x.desc.shape == y.desc.shape:
+            elif xf == NC4HW4 and yf != NC4HW4:  # convert, possibly followed by a reshape: same logical order
                 self.mode = "unpack"
         self.algorithm = f"raster-{self.mode}"
         if self.mode != "regions":
@@ -74,7 +74,7 @@ class Raster(CPUExecution):
             pack_into(self.x.array.reshape(y.desc.shape), y.array)
             return
         if self.mode == "unpack":
-            unpack(self.x.array, self.x.desc.shape, out=y.array)
+            unpack(self.x.array, self.x.desc.shape, out=y.array.reshape(self.x.desc.shape))
             return
         for r, tmp in self.src_tmp:
             unpack(r.array, r.desc.shape, out=tmp)
