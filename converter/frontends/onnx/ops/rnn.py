@@ -15,12 +15,12 @@ from ..registry import onnx_op
 from .matmul import matmul_op
 
 
-def _pick(ctx: Context, name: str, d: int) -> str:
-    """name[d] along axis 0 (constant-folded in numpy when possible)."""
+def _pick(ctx: Context, name: str, d: int, axis: int = 0) -> str:
+    """name[d] along `axis` (constant-folded in numpy when possible)."""
     value = ctx.value(name)
     if value is not None:
-        return ctx.const(np.ascontiguousarray(value[d]), name)
-    return ctx.out(OP.GatherV2, [name, ctx.const(np.int32(d)), ctx.const(np.int32(0))], name="GatherV2")
+        return ctx.const(np.ascontiguousarray(np.take(value, d, axis=axis)), name)
+    return ctx.out(OP.GatherV2, [name, ctx.const(np.int32(d)), ctx.const(np.int32(axis))], name="GatherV2")
 
 
 def _split(ctx: Context, x: str, parts: int, axis: int) -> list[str]:
@@ -48,24 +48,26 @@ class _Rnn:
                  layout: int, attrs_ok: bool) -> None:
         self.ctx, self.node, self.gates = ctx, node, gates
         x_shape = ctx.shape(node.inputs[0])
-        if not attrs_ok or layout != 0 or node.input(4):
-            raise UseFunctionBody(f"{node.label()}: only default activations, layout 0, no clip/sequence_lens")
+        if not attrs_ok or node.input(4):
+            raise UseFunctionBody(f"{node.label()}: only default activations, no clip/sequence_lens")
         if x_shape is None or len(x_shape) != 3 or None in x_shape:
-            raise UseFunctionBody(f"{node.label()}: needs a static [seq, batch, input] shape")
+            raise UseFunctionBody(f"{node.label()}: needs a static 3-D input shape")
+        self.layout = layout  # 0: [seq, batch, ..] and [dirs, batch, H]; 1: [batch, seq, ..] and [batch, dirs, H]
         w_shape = ctx.shape(node.inputs[1])
         self.hidden = hidden_size or (None if w_shape is None or w_shape[1] is None else w_shape[1] // gates)
         if self.hidden is None:
             raise UseFunctionBody(f"{node.label()}: hidden_size is unknown")
-        self.seq, self.batch = int(x_shape[0]), int(x_shape[1])
+        time_axis = layout
+        self.seq, self.batch = int(x_shape[time_axis]), int(x_shape[1 - time_axis])
         self.dirs = 2 if direction == "bidirectional" else 1
         self.reverse = direction == "reverse"
-        self.steps = _split(ctx, node.inputs[0], self.seq, 0) if self.seq > 1 else [node.inputs[0]]
-        self.steps = [ctx.squeeze(s, [0]) for s in self.steps]
+        self.steps = _split(ctx, node.inputs[0], self.seq, time_axis) if self.seq > 1 else [node.inputs[0]]
+        self.steps = [ctx.squeeze(s, [time_axis]) for s in self.steps]
 
     def initial(self, index: int, d: int) -> str:
         name = self.node.input(index)
         if name:
-            return _pick(self.ctx, name, d)
+            return _pick(self.ctx, name, d, self.layout)
         return self.ctx.const(np.zeros((self.batch, self.hidden), np.float32), "zeros")
 
     def bias(self, d: int) -> tuple[str | None, str | None]:
@@ -88,18 +90,20 @@ class _Rnn:
     def finish(self, ys: list[list[str]], states: list[list[str]]) -> None:
         """ys[d][t] are [batch, H] outputs in time order; states[k][d] the final states (Y_h, Y_c)."""
         ctx, outs = self.ctx, self.node.outputs
+        time_axis, dir_axis = (0, 1) if self.layout == 0 else (1, 2)  # Y: [seq, dirs, batch, H] / [batch, seq, dirs, H]
         if outs and outs[0]:
-            per_dir = [_concat(ctx, [ctx.squeeze(h, [0], unsqueeze=True) for h in y], 0) for y in ys]
-            per_dir = [ctx.squeeze(p, [1], unsqueeze=True) for p in per_dir]
+            per_dir = [_concat(ctx, [ctx.squeeze(h, [time_axis], unsqueeze=True) for h in y], time_axis) for y in ys]
+            per_dir = [ctx.squeeze(p, [dir_axis], unsqueeze=True) for p in per_dir]
             if len(per_dir) > 1:
-                _concat(ctx, per_dir, 1, outs[0])
+                _concat(ctx, per_dir, dir_axis, outs[0])
             else:
                 ctx.alias(per_dir[0], outs[0])
+        state_axis = self.layout  # Y_h / Y_c: [dirs, batch, H] / [batch, dirs, H]
         for k, finals in enumerate(states, start=1):
             if len(outs) > k and outs[k]:
-                parts = [ctx.squeeze(h, [0], unsqueeze=True) for h in finals]
+                parts = [ctx.squeeze(h, [state_axis], unsqueeze=True) for h in finals]
                 if len(parts) > 1:
-                    _concat(ctx, parts, 0, outs[k])
+                    _concat(ctx, parts, state_axis, outs[k])
                 else:
                     ctx.alias(parts[0], outs[k])
 
