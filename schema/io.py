@@ -6,6 +6,7 @@ arrays; strings as `str`.
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 from pathlib import Path
@@ -177,6 +178,9 @@ def save_net(net: fb.NetT, path: PathLike) -> Path:
     exactly as it was.
     """
     path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise FileNotFoundError(errno.ENOENT, "output folder does not exist", str(folder))
     data = net_to_bytes(net)
     # open(..., "xb") rather than mkstemp: the file gets the user's normal permissions (umask), not 0600
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")

@@ -35,6 +35,10 @@ def main(argv: list[str] | None = None) -> int:
     except ModelError as exc:
         print(f"mnnpy {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a missing folder, a full disk, no permission: say which file, no traceback
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"mnnpy {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 2
     except BrokenPipeError:  # `mnnpy dump m.mnn | head`
         return 0
 

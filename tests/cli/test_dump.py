@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from mnnpy.schema import save_net
 from support.models import scratch_cnn
 
 from mnnpy.cli.main import main
-from mnnpy.schema import save_net
 
 
 @pytest.fixture
@@ -41,3 +41,9 @@ def test_dump_bad_file_is_a_clean_error(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["dump", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "bad.mnn" in err and "Traceback" not in err
+
+
+def test_os_errors_are_reported_without_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["dump", str(tmp_path / "missing-dir" / "m.mnn")]) == 2
+    err = capsys.readouterr().err
+    assert "m.mnn" in err and "Traceback" not in err
