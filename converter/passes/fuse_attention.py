@@ -44,6 +44,7 @@ class Match:
     mask: str | None
     reshape: Node
     nodes: list[Node]
+    chain: list[tuple[str, np.ndarray]]
 
 
 def _reader(graph: Graph, name: str) -> Node | None:
@@ -112,15 +113,7 @@ def match(graph: Graph, softmax: Node) -> Match | None:
     if reshape is None or reshape.op_type != OT.Reshape:
         return None
     nodes = [softmax, pv, vh, back]
-    scores, mask = softmax.inputs[0], None
-    add = producers.get(scores)
-    if _binary(add, BIN.ADD) and _single(graph, add):
-        for i in (0, 1):
-            inner = producers.get(add.inputs[i])
-            if _binary(inner, BIN.MUL, BIN.REALDIV, BIN.DIV) or _matmul(inner):
-                scores, mask = add.inputs[i], add.inputs[1 - i]
-                nodes.append(add)
-                break
+    scores, mask, chain = _mask_chain(graph, producers, softmax.inputs[0], nodes)
     scores, scale, node = _scaled(graph, producers, scores)
     if node is not None:
         if not _single(graph, node):
@@ -141,39 +134,136 @@ def match(graph: Graph, softmax: Node) -> Match | None:
     if not _single(graph, qh) or not _single(graph, kh):
         return None
     nodes += [qh, kh]
-    return Match(qh.inputs[0], kh.inputs[0], vh.inputs[0], scale * q_scale, mask, reshape, nodes)
+    return Match(qh.inputs[0], kh.inputs[0], vh.inputs[0], scale * q_scale, mask, reshape, nodes, chain)
+
+
+def _mask_chain(graph: Graph, producers: dict[str, Node], name: str,
+                nodes: list[Node]) -> tuple[str, str | None, list[tuple[str, np.ndarray]]]:
+    """Walk up from the Softmax input through `+ mask` and constant Reshapes (Swin's per-window mask is added in a
+    [B, nW, H, N, N] view). Returns (scores, a non-constant mask or None, the constant steps in execution order)."""
+    steps: list[tuple[str, np.ndarray]] = []
+    while True:
+        node = producers.get(name)
+        if node is None or not _single(graph, node):
+            break
+        if node.op_type == OT.Reshape and len(node.inputs) == 2 and node.inputs[1] in graph.constants:
+            steps.append(("reshape", graph.constants[node.inputs[1]]))
+        elif _binary(node, BIN.ADD):
+            const = [i for i in (0, 1) if node.inputs[i] in graph.constants]
+            if const:
+                steps.append(("add", graph.constants[node.inputs[const[0]]].astype(np.float32)))
+                name = node.inputs[1 - const[0]]
+                nodes.append(node)
+                continue
+            if steps:
+                break
+            for i in (0, 1):
+                inner = producers.get(node.inputs[i])
+                if _binary(inner, BIN.MUL, BIN.REALDIV, BIN.DIV) or _matmul(inner):
+                    nodes.append(node)
+                    return node.inputs[i], node.inputs[1 - i], []
+            break
+        else:
+            break
+        nodes.append(node)
+        name = node.inputs[0]
+    return name, None, steps[::-1]
+
+
+def fold_mask(chain: list[tuple[str, np.ndarray]], shape: list[int] | None) -> np.ndarray | None:
+    """The constant additive mask the chain applies to scores of `shape` ([B, H, Sq, Skv]), or None if unknown.
+
+    Without Reshapes the constants are summed (broadcast); with them the chain is evaluated on zeros of `shape` and
+    must come back to that shape. Batch or head axes along which the mask does not vary are reduced to 1."""
+    if not chain:
+        return None
+    if all(kind == "add" for kind, _ in chain):
+        mask = np.zeros((), np.float32)
+        for _, value in chain:
+            mask = mask + value
+        return mask if mask.ndim <= 4 else None
+    if shape is None:
+        return None
+    mask = np.zeros(shape, np.float32)
+    for kind, value in chain:
+        if kind == "add":
+            total = mask + value
+            if total.shape != mask.shape:
+                return None
+            mask = total
+        else:
+            dims = [mask.shape[i] if int(d) == 0 else int(d) for i, d in enumerate(value.ravel())]
+            try:
+                mask = mask.reshape(dims)
+            except ValueError:
+                return None
+    if list(mask.shape) != list(shape):
+        return None
+    for axis in (0, 1):
+        if mask.shape[axis] > 1 and np.all(mask == mask.take([0], axis=axis)):
+            mask = mask.take([0], axis=axis)
+    return mask
 
 
 def static_shape(graph: Graph, name: str) -> list[int] | None:
     """The [B, S, H, D] shape of `name` when it is written by a Reshape with a constant, fully known shape."""
     node = graph.producers().get(name)
-    if node is None or node.op_type != OT.Reshape:
-        return None
-    dims = graph.constants.get(node.inputs[1]) if len(node.inputs) > 1 else None
-    if dims is None and node.param is not None and node.param.dims is not None:
-        dims = np.asarray(node.param.dims)
+    if node is not None and node.op_type == OT.GatherV2 and len(node.inputs) == 3:  # q/k/v split from fused QKV
+        index, axis = graph.constants.get(node.inputs[1]), graph.constants.get(node.inputs[2])
+        full = _reshape_dims(graph, graph.producers().get(node.inputs[0]))
+        if index is None or index.ndim != 0 or axis is None or axis.size != 1 or full is None:
+            return None
+        dims = np.delete(full, int(axis.ravel()[0]))
+    else:
+        dims = _reshape_dims(graph, node)
     if dims is None or dims.size != 4 or np.any(dims <= 0):
         return None
     return [int(d) for d in dims]
 
 
+def _reshape_dims(graph: Graph, node: Node | None) -> np.ndarray | None:
+    if node is None or node.op_type != OT.Reshape:
+        return None
+    dims = graph.constants.get(node.inputs[1]) if len(node.inputs) > 1 else None
+    if dims is None and node.param is not None and node.param.dims is not None:
+        dims = np.asarray(node.param.dims)
+    return None if dims is None else np.asarray(dims).ravel()
+
+
+def _scores_shape(q_shape: list[int] | None, k_shape: list[int] | None) -> list[int] | None:
+    if q_shape is None or k_shape is None:
+        return None
+    return [q_shape[0], q_shape[2], q_shape[1], k_shape[1]]
+
+
 def _compat_mask(graph: Graph, m: Match, q_shape: list[int] | None, k_shape: list[int] | None) -> str | None:
-    """The [1, 1, S, S] float mask official MNN needs, or None when this match is not runnable there."""
+    """The [1, 1, Sq, Skv] float mask official MNN needs, or None when this match is not runnable there."""
     if q_shape is None or k_shape is None or q_shape[0] != 1 or k_shape[0] != 1 or q_shape[1] != k_shape[1]:
         return None
+    if m.mask is not None:
+        return None  # a mask computed at run time: its shape is not known to be [1, 1, Sq, Skv]
     full = (1, 1, q_shape[1], k_shape[1])
-    if m.mask is None:
-        return graph.add_const(np.zeros(full, np.float32), "attention_mask")
-    value = graph.constants.get(m.mask)
-    if value is None or value.dtype.kind != "f" or value.ndim > 4:
+    value = fold_mask(m.chain, _scores_shape(q_shape, k_shape))
+    if value is None and m.chain:
         return None
+    value = np.zeros((), np.float32) if value is None else value
     value = value.reshape((1,) * (4 - value.ndim) + value.shape)
     if value.shape[0] != 1 or value.shape[1] != 1:
-        return None
+        return None  # per batch or per head: official MNN shares one mask
     try:
         return graph.add_const(np.ascontiguousarray(np.broadcast_to(value, full), np.float32), "attention_mask")
     except ValueError:
         return None
+
+
+def _extended_mask(graph: Graph, m: Match, q_shape: list[int] | None, k_shape: list[int] | None) -> str | None:
+    if m.mask is not None:
+        return m.mask
+    value = fold_mask(m.chain, _scores_shape(q_shape, k_shape))
+    if value is None and m.chain:
+        return None
+    value = np.zeros((1, 1, 1, 1), np.float32) if value is None else value
+    return graph.add_const(value.reshape((1,) * (4 - value.ndim) + value.shape), "attention_mask")
 
 
 def _rewrite(graph: Graph, m: Match, mask: str, head_dim: int) -> None:
@@ -197,11 +287,8 @@ def _rewrite(graph: Graph, m: Match, mask: str, head_dim: int) -> None:
 
 
 def _head_dim(graph: Graph, m: Match) -> int | None:
-    for name in (m.q4, m.k4):
-        shape = static_shape(graph, name)
-        if shape is not None:
-            return shape[3]
-    return None
+    shape = static_shape(graph, m.q4) or static_shape(graph, m.k4)
+    return None if shape is None else shape[3]
 
 
 def _run(graph: Graph, extended: bool) -> int:
@@ -215,13 +302,10 @@ def _run(graph: Graph, extended: bool) -> int:
         head_dim = _head_dim(graph, m)
         if head_dim is None:
             continue
-        if extended:
-            mask = m.mask if m.mask is not None else graph.add_const(np.zeros((1, 1, 1, 1), np.float32),
-                                                                      "attention_mask")
-        else:
-            mask = _compat_mask(graph, m, static_shape(graph, m.q4), static_shape(graph, m.k4))
-            if mask is None:
-                continue
+        shapes = static_shape(graph, m.q4), static_shape(graph, m.k4)
+        mask = (_extended_mask if extended else _compat_mask)(graph, m, *shapes)
+        if mask is None:
+            continue
         _rewrite(graph, m, mask, head_dim)
         count += 1
     if count:

@@ -34,18 +34,15 @@ def _binary_const(graph: Graph, node: Node | None, op: int, known: str) -> np.nd
 
 
 def _channel_vector(value: np.ndarray | None, channels: int | None) -> np.ndarray | None:
-    """A [C], [C, 1, ..] or [1, C, 1, ..] constant as a [C] vector (None if it is anything else)."""
+    """A [C, 1, ..] or [1, C, 1, ..] constant (it broadcasts along dim 1) as a [C] vector, else None."""
     if value is None:
         return None
-    squeezed = value.reshape([d for d in value.shape if d != 1] or [1])
-    if squeezed.ndim != 1 or (channels is not None and squeezed.size not in (channels, 1)):
+    dims = list(value.shape)
+    while len(dims) > 2 and dims[0] == 1:
+        dims.pop(0)
+    if len(dims) < 2 or any(d != 1 for d in dims[1:]) or (channels is not None and dims[0] != channels):
         return None
-    lead = list(value.shape[: -1 - max(0, value.ndim - 2)]) if value.ndim >= 2 else []
-    if value.ndim >= 2 and value.shape[-1] != 1 and value.size > 1:
-        return None  # broadcasts along the last axis, not the channel axis
-    if any(d != 1 for d in lead[:-1]):
-        return None
-    return squeezed.astype(np.float32)
+    return value.reshape(-1).astype(np.float32)
 
 
 def _groups(graph: Graph, node: Node) -> int | None:

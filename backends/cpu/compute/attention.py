@@ -1,0 +1,141 @@
+"""Blocked attention with a partially fused ("online") softmax: the [Sq, Skv] probability matrix is never written.
+
+For each block of query rows and each block of key rows, the scores of the block are computed into a fixed-size
+scratch, and each row keeps only its running max and running sum (FlashAttention's recurrence):
+
+    m' = max(m, rowmax(s));  l' = l * exp(m - m') + rowsum(exp(s - m'));  acc' = acc * exp(m - m') + exp(s - m') @ V
+
+so the scratch is O(H * block_q * block_kv + Skv * H * D) and the memory grows linearly with the sequence length.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+BLOCK_Q = 128
+BLOCK_KV = 512
+
+
+@dataclass
+class AttentionPlan:
+    """Sizes and block sizes of one attention problem; `scratch_bytes` is what `Scratch` allocates."""
+
+    batch: int
+    seq_q: int
+    seq_kv: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    value_dim: int
+    block_q: int
+    block_kv: int
+
+    @property
+    def scratch_bytes(self) -> int:
+        """Bytes of the per-execution scratch: keys/values head-major, a query block, a score block, accumulators."""
+        h, bq, bk = self.heads, self.block_q, self.block_kv
+        kv = self.kv_heads * self.seq_kv * (self.head_dim + self.value_dim)
+        per_block = h * bq * (self.head_dim + bk + 2 * self.value_dim + 4)
+        return 4 * (kv + per_block)
+
+
+def plan(q_shape: tuple[int, ...], k_shape: tuple[int, ...], v_shape: tuple[int, ...], block_q: int = BLOCK_Q,
+         block_kv: int = BLOCK_KV) -> AttentionPlan:
+    """Block sizes for query [B, Sq, H, D], key [B', Skv, Hkv, D], value [B', Skv, Hkv, Dv]."""
+    b, sq, h, d = q_shape
+    _, skv, hkv, dv = v_shape
+    return AttentionPlan(b, sq, skv, h, hkv, d, dv, max(1, min(block_q, sq)), max(1, min(block_kv, skv)))
+
+
+class Scratch:
+    """Preallocated work arrays for one plan (made in on_resize; `run` allocates only numpy temporaries of block
+    size)."""
+
+    def __init__(self, p: AttentionPlan) -> None:
+        h, bq, bk = p.heads, p.block_q, p.block_kv
+        self.keys = np.empty((p.kv_heads, p.head_dim, p.seq_kv), np.float32)  # K^T per head
+        self.values = np.empty((p.kv_heads, p.seq_kv, p.value_dim), np.float32)
+        self.query = np.empty((h, bq, p.head_dim), np.float32)
+        self.scores = np.empty((h, bq, bk), np.float32)
+        self.acc = np.empty((h, bq, p.value_dim), np.float32)
+        self.part = np.empty((h, bq, p.value_dim), np.float32)
+        self.row_max = np.empty((h, bq, 1), np.float32)
+        self.row_sum = np.empty((h, bq, 1), np.float32)
+        self.new_max = np.empty((h, bq, 1), np.float32)
+        self.alpha = np.empty((h, bq, 1), np.float32)
+
+
+def causal_bias(rows: slice, cols: slice, seq_q: int, seq_kv: int) -> np.ndarray:
+    """Additive bias of MNN's default (no mask input) causal attention: key j is visible to query i when
+    j <= i + (Skv - Sq) (right-aligned, as for a KV cache)."""
+    i = np.arange(rows.start, rows.stop)[:, None] + (seq_kv - seq_q)
+    j = np.arange(cols.start, cols.stop)[None, :]
+    return np.where(j <= i, 0.0, -np.inf).astype(np.float32)
+
+
+def _block_mask(mask: np.ndarray | None, b: int, rows: slice, cols: slice) -> np.ndarray | None:
+    """The mask entries of batch b for a block, shaped to broadcast against [H, bq, bk] (mask is 4-D, broadcast)."""
+    if mask is None:
+        return None
+    m = mask[b if mask.shape[0] > 1 else 0]
+    return m[:, rows if m.shape[1] > 1 else slice(None), cols if m.shape[2] > 1 else slice(None)]
+
+
+def run(q: np.ndarray, k: np.ndarray, v: np.ndarray, out: np.ndarray, p: AttentionPlan, scratch: Scratch,
+        mask: np.ndarray | None, causal: bool, scale: float) -> None:
+    """out[b, i, h*Dv:(h+1)*Dv] = softmax(scale * q_h k_h^T + mask)[i] @ v_h, block by block.
+
+    Args:
+        q, k, v: [B, Sq, H, D], [B', Skv, Hkv, D], [B', Skv, Hkv, Dv] (B' is B or 1; H a multiple of Hkv).
+        out: [B, Sq, H * Dv], written in place.
+        mask: None or a float mask broadcastable to [B, H, Sq, Skv] (4-D), added to the scaled scores.
+        causal: apply MNN's default causal mask (used when the op has no mask input).
+    """
+    s = scratch
+    rep = p.heads // p.kv_heads
+    out4 = out.reshape(p.batch, p.seq_q, p.heads, p.value_dim)
+    for b in range(p.batch):
+        kb = b if k.shape[0] > 1 else 0
+        if b == 0 or k.shape[0] > 1:
+            np.copyto(s.keys, k[kb].transpose(1, 2, 0))
+            np.copyto(s.values, v[kb].transpose(1, 0, 2))
+        keys = np.repeat(s.keys, rep, axis=0) if rep > 1 else s.keys
+        values = np.repeat(s.values, rep, axis=0) if rep > 1 else s.values
+        for r0 in range(0, p.seq_q, p.block_q):
+            r1 = min(r0 + p.block_q, p.seq_q)
+            n = r1 - r0
+            rows = slice(r0, r1)
+            query, acc = s.query[:, :n], s.acc[:, :n]
+            np.multiply(q[b, rows].transpose(1, 0, 2), np.float32(scale), out=query)
+            m, lsum, new_m, alpha = s.row_max[:, :n], s.row_sum[:, :n], s.new_max[:, :n], s.alpha[:, :n]
+            m.fill(-np.inf)
+            lsum.fill(0.0)
+            acc.fill(0.0)
+            for c0 in range(0, p.seq_kv, p.block_kv):
+                c1 = min(c0 + p.block_kv, p.seq_kv)
+                cols = slice(c0, c1)
+                if causal and c0 > r1 - 1 + (p.seq_kv - p.seq_q):
+                    break  # every later key is masked for this row block
+                scores = s.scores[:, :n, : c1 - c0]
+                np.matmul(query, keys[:, :, cols], out=scores)
+                bias = _block_mask(mask, b, rows, cols)
+                if bias is not None:
+                    scores += bias
+                if causal:
+                    scores += causal_bias(rows, cols, p.seq_q, p.seq_kv)
+                np.maximum(m, scores.max(axis=-1, keepdims=True), out=new_m)
+                safe = np.where(np.isfinite(new_m), new_m, np.float32(0.0))
+                np.subtract(m, safe, out=alpha)
+                np.exp(alpha, out=alpha)
+                scores -= safe
+                np.exp(scores, out=scores)
+                lsum *= alpha
+                lsum += scores.sum(axis=-1, keepdims=True)
+                acc *= alpha
+                np.matmul(scores, values[:, cols], out=s.part[:, :n])
+                acc += s.part[:, :n]
+                np.copyto(m, new_m)
+            np.divide(acc, np.where(lsum > 0, lsum, np.float32(1.0)), out=acc)
+            out4[b, rows] = acc.transpose(1, 0, 2)
