@@ -1,0 +1,141 @@
+"""Acceptance for the transformer passes on whole models built with onnx.helper: BERT-4L and ViT-tiny (small sizes,
+tools/bench_models.py's builders) and two Swin-style blocks. After the passes the Permute count must drop to <= 25%
+of before (Swin: the window partition/reverse transposes stay, see the test), and mnnpy's outputs must match
+onnxruntime within 1e-4; the BERT and ViT files (compatible mode) must also run in official MNN.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from mnnpy.converter.frontends.onnx import load_onnx
+from mnnpy.converter.graph import Graph
+from mnnpy.converter.passes import (
+    PIPELINE,
+    fold_constants,
+    fuse_attention,
+    fuse_gelu_tanh,
+    fuse_group_norm,
+    remove_dead,
+    run_pipeline,
+    split_before_transpose,
+    transpose,
+)
+from mnnpy.converter.writer import graph_to_net
+from mnnpy.schema import mnn_generated as fb
+from mnnpy.schema import save_net
+
+import mnnpy
+
+from .helpers import make_model, rel_diff, run_mnn, run_ort
+from .transformer_models import bench_models, swin_blocks
+
+onnx = pytest.importorskip("onnx")
+
+OP = fb.OpType
+MOVES = (OP.Permute, OP.Transpose, OP.Raster)
+NEW = {fuse_attention.NAME, fuse_gelu_tanh.NAME, fuse_group_norm.NAME, split_before_transpose.NAME,
+       f"{fuse_attention.NAME}-extended"}
+
+
+def optimise(graph: Graph, fused: bool, extended: bool = False) -> Graph:
+    """The converter's pipeline, without (`fused=False`) or with the transformer passes."""
+    names = {name for name, _ in PIPELINE}
+    if not fused:
+        run_pipeline(graph, skip=NEW)
+        return graph
+    if fuse_attention.NAME not in names or extended:  # not (yet) in PIPELINE, or the opt-in forms: run them first
+        fold_constants.apply(graph)
+        fuse_gelu_tanh.apply(graph)
+        fuse_group_norm.apply(graph)
+        split_before_transpose.apply(graph)
+        transpose.apply(graph)
+        (fuse_attention.apply_extended if extended else fuse_attention.apply)(graph)
+        remove_dead.apply(graph)
+    run_pipeline(graph)
+    return graph
+
+
+def moves(graph: Graph) -> int:
+    """Permute / Transpose / Raster ops in a graph."""
+    return sum(node.op_type in MOVES for node in graph.nodes)
+
+
+def run_mnnpy(path: Path, feeds: dict[str, np.ndarray], outputs: list[str]) -> list[np.ndarray]:
+    interp = mnnpy.Interpreter(str(path))
+    session = interp.createSession({})
+    for name, x in feeds.items():
+        tensor = interp.getSessionInput(session, name)
+        tensor.copyFrom(mnnpy.Tensor(list(x.shape), mnnpy.Halide_Type_Float, x, mnnpy.Tensor_DimensionType_Caffe))
+    interp.runSession(session)
+    return [np.array(interp.getSessionOutput(session, name).getNumpyData()) for name in outputs]
+
+
+def _check(model: Any, feeds: dict[str, np.ndarray], tmp_path: Path, extended: bool = False,
+           official: bool = True) -> tuple[int, int, Graph]:
+    """Convert without and with the passes; returns (moves before, moves after, fused graph) after checking
+    the fused file against onnxruntime in mnnpy (and official MNN)."""
+    before = optimise(load_onnx(model), fused=False)
+    after = optimise(load_onnx(model), fused=True, extended=extended)
+    path = tmp_path / "fused.mnn"
+    save_net(graph_to_net(after), str(path))
+    names = [o.name for o in model.graph.output]
+    refs = run_ort(model, feeds)
+    for got, ref in zip(run_mnnpy(path, feeds, names), refs, strict=True):
+        assert rel_diff(got, ref) <= 1e-4
+    if official:
+        pytest.importorskip("MNN")
+        for got, ref in zip(run_mnn(path, feeds, names), refs, strict=True):
+            assert rel_diff(got, ref) <= 1e-4
+    return moves(before), moves(after), after
+
+
+def _bench_model(tmp_path: Path, name: str, **sizes: Any) -> Any:
+    path = getattr(bench_models(), name)(tmp_path / f"{name}.onnx", **sizes)
+    return onnx.load(str(path))
+
+
+def test_bert_attention_fused_and_transposes_gone(tmp_path: Path) -> None:
+    model = _bench_model(tmp_path, "bert4l", seq=16, dim=32, heads=2, layers=4)
+    feeds = {"input": np.random.default_rng(0).standard_normal((1, 16, 32)).astype(np.float32)}
+    before, after, graph = _check(model, feeds, tmp_path)
+    assert [n.op_type for n in graph.nodes].count(OP.Attention) == 4
+    assert before == 16 and after <= before // 4
+
+
+def test_vit_attention_fused_and_transposes_gone(tmp_path: Path) -> None:
+    model = _bench_model(tmp_path, "vit_tiny", size=32, patch=8, dim=24, heads=3, layers=3)
+    feeds = {"input": np.random.default_rng(1).standard_normal((1, 3, 32, 32)).astype(np.float32)}
+    before, after, graph = _check(model, feeds, tmp_path)
+    assert [n.op_type for n in graph.nodes].count(OP.Attention) == 3
+    assert after <= before / 4  # only the patch embedding's [1, C, T] -> [1, T, C] transpose is left
+
+
+def test_swin_blocks_window_attention(tmp_path: Path) -> None:
+    """Window attention over a batch of windows with per-head relative position bias and the shifted-window mask:
+    official MNN's Attention cannot run that (batch > 1, per-head mask), so the extended mode is used (mnnpy only).
+    The q/k/v transposes (split QKV before transposing) and the context transpose go; the window partition and
+    reverse (a real token reordering, one per direction per block) stay."""
+    model, feeds = swin_blocks()
+    before, after, graph = _check(model, feeds, tmp_path, extended=True, official=False)
+    ops = [n.op_type for n in graph.nodes]
+    assert ops.count(OP.Attention) == 2 and ops.count(OP.GatherV2) == 6
+    assert ops.count(OP.UnaryOp) == 2  # the tanh GELUs
+    assert after == 4 and before >= 8
+
+
+def test_group_norm_swish_end_to_end(tmp_path: Path) -> None:
+    from onnx import TensorProto
+    from onnx import helper as oh
+
+    rng = np.random.default_rng(5)
+    nodes = [oh.make_node("GroupNormalization", ["x", "g", "b"], ["n"], num_groups=4, epsilon=1e-5),
+             oh.make_node("Sigmoid", ["n"], ["s"]), oh.make_node("Mul", ["n", "s"], ["y"])]
+    inits = {"g": rng.standard_normal(8).astype(np.float32), "b": rng.standard_normal(8).astype(np.float32)}
+    model = make_model(nodes, [("x", TensorProto.FLOAT, [1, 8, 5, 6])], ["y"], inits, opset=21)
+    feeds = {"x": rng.standard_normal((1, 8, 5, 6)).astype(np.float32)}
+    _, _, graph = _check(model, feeds, tmp_path, extended=True, official=False)
+    assert [n.op_type for n in graph.nodes] == [OP.GroupNorm] and graph.nodes[0].param.bSwish == 1
