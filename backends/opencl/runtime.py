@@ -11,6 +11,8 @@ import base64
 import hashlib
 import json
 import os
+import subprocess
+import sys
 from importlib import resources
 from typing import Any
 
@@ -32,6 +34,31 @@ def _kernel_source(name: str) -> str:
     return common + "\n" + folder.joinpath(f"{name}.cl").read_text()
 
 
+# Run in a child interpreter: builds the probe kernel on one device (by its position in the sorted device list)
+# and exits 0 if it compiles. A driver that crashes on a build (seen with the pip PoCL 3.0-rc2 on new CPUs, and with
+# any PoCL once TensorFlow's LLVM is loaded) then kills the child, not the caller.
+_CHILD_PROBE = """
+import sys, pyopencl as cl
+devices = [d for p in cl.get_platforms() for d in p.get_devices()]
+devices.sort(key=lambda d: 0 if d.type & cl.device_type.GPU else 1)
+cl.Program(cl.Context([devices[int(sys.argv[1])]]), sys.argv[2]).build(cache_dir=False)
+"""
+
+
+def _probe_in_child(index: int, device: Any) -> str:
+    """"" when device `index` compiles the probe kernel in a child process, else the reason it did not."""
+    try:
+        proc = subprocess.run([sys.executable, "-c", _CHILD_PROBE, str(index), _PROBE_SOURCE], capture_output=True,
+                              text=True, timeout=300, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"{device.name} ({device.platform.version}): probe did not run: {exc}"
+    if proc.returncode == 0:
+        return ""
+    lines = [line for line in proc.stderr.splitlines() if "error" in line.lower()]
+    how = f"crashed (signal {-proc.returncode})" if proc.returncode < 0 else (lines[-1] if lines else "build failed")
+    return f"{device.name} ({device.platform.version}): {how}"
+
+
 def _find_device() -> tuple[Any, str]:
     """The first OpenCL device (GPUs first) that can compile a probe kernel, or None and the reason."""
     if cl is None:
@@ -45,14 +72,11 @@ def _find_device() -> tuple[Any, str]:
         return None, "opencl: no platform (install pocl?): no device"
     devices.sort(key=lambda d: 0 if d.type & cl.device_type.GPU else 1)
     errors = []
-    for device in devices:
-        try:
-            ctx = cl.Context([device])
-            cl.Program(ctx, _PROBE_SOURCE).build(cache_dir=False)
+    for index, device in enumerate(devices):
+        reason = _probe_in_child(index, device)
+        if not reason:
             return device, ""
-        except Exception as exc:
-            last = [line for line in str(exc).splitlines() if "error" in line.lower()]
-            errors.append(f"{device.name} ({device.platform.version}): {last[0] if last else exc}")
+        errors.append(reason)
     return None, "opencl: no device can compile kernels: " + "; ".join(errors)
 
 

@@ -104,21 +104,7 @@ def check_model(model: Any, feeds: dict[str, np.ndarray], tmp_path: Path, rtol: 
 
 
 def official_convert(src: Path, dst: Path) -> Path:
-    """Convert with the OFFICIAL converter, quietly, through `_tools.mnnconvert` (never the console script)."""
-    import contextlib
-    import io
-    import os
+    """Convert with the OFFICIAL converter (in a child process, see `support.official.convert`)."""
+    from support import official
 
-    pytest.importorskip("MNN", reason="official MNN wheel not installed")
-    import _tools
-
-    args = ["mnnconvert", "-f", "ONNX", "--modelFile", str(src), "--MNNModel", str(dst), "--bizCode", "MNN"]
-    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(io.StringIO()):
-        saved = os.dup(1)
-        os.dup2(devnull.fileno(), 1)
-        try:
-            _tools.mnnconvert(args)
-        finally:
-            os.dup2(saved, 1)
-            os.close(saved)
-    return dst
+    return official.convert(src, dst)
