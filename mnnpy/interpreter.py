@@ -69,6 +69,9 @@ class Interpreter:
         """Pre-inference for the model's input shapes; returns a Session (MNN: `Interpreter::createSession`)."""
         if self.net is None:
             raise ModelError("the model was released (releaseModel) before createSession")
+        config = dict(config or {})
+        if self.cache_file is not None:
+            config.setdefault("cacheFile", self.cache_file)
         session = Session(self.net, config)
         with self._lock:
             self.sessions.append(session)
@@ -223,8 +226,9 @@ class Interpreter:
         self.cache_file = path
 
     def updateCacheFile(self, session: Session, flag: int = 0) -> int:
-        """MNN: Interpreter.updateCacheFile (the CPU backend has nothing to cache)."""
-        return 0
+        """MNN: Interpreter.updateCacheFile: a GPU backend writes its program binaries and tuning to the cache file."""
+        update = getattr(session.main, "update_cache", None)
+        return 0 if update is None or self.cache_file is None else int(not update(self.cache_file))
 
     def setExternalFile(self, path: str, flag: int = 128) -> None:
         """MNN: Interpreter.setExternalFile (external weights are not supported yet)."""

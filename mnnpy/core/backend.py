@@ -121,6 +121,9 @@ class Backend(ABC):
     def on_resize_end(self) -> None:  # noqa: B027 - optional hook
         """Finish the plan: allocate the arena and bind all acquired tensors."""
 
+    def on_resize_done(self) -> None:  # noqa: B027 - optional hook
+        """Called once after every command's `Execution.on_resize` (GPU backends record command buffers here)."""
+
     def on_execute_begin(self) -> None:  # noqa: B027 - optional hook
         """Called before the first command of a run."""
 

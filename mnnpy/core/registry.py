@@ -133,7 +133,8 @@ def _load_runtime(key: str) -> Runtime:
     if runtime_cls is None:
         raise BackendUnavailable(f"{key}: backend package has no RUNTIME")
     if not runtime_cls.is_available():
-        raise BackendUnavailable(f"{key}: not available on this machine")
+        reason = getattr(runtime_cls, "unavailable_reason", lambda: "")() or f"{key}: not available on this machine"
+        raise BackendUnavailable(reason)
     runtime = runtime_cls()
     _RUNTIMES[key] = runtime
     return runtime

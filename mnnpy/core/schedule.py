@@ -178,6 +178,8 @@ class Scheduler:
                 raise ModelError(f"op {cmd.name!r} ({op_type_name(cmd.op_type)}) on {cmd.backend}: "
                                  f"cannot prepare: {exc}") from exc
             cmd.info = {"backend": cmd.backend, **cmd.execution.info()}
+        for b in backends:
+            b.on_resize_done()
 
 
 def _known(backend: Backend) -> set[int]:

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -49,8 +50,12 @@ def _make_backend(name: str, config: dict[str, Any]) -> Backend:
                 continue
     try:
         return registry.get_runtime(name).create_backend(config)
-    except BackendUnavailable:
-        backup = backend_name(config.get("backupType", "CPU"))
+    except BackendUnavailable as exc:
+        if name == "cpu" or "backupType" not in config:
+            raise BackendUnavailable(f"backend {name!r} requested and no backupType given: {exc}") from exc
+        backup = backend_name(config["backupType"])
+        warnings.warn(f"backend {name!r} unavailable ({exc}); using backupType {backup!r}", RuntimeWarning,
+                      stacklevel=3)
         return registry.get_runtime(backup).create_backend(config)
 
 

@@ -36,12 +36,17 @@ def _div(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndar
     return out
 
 
+def _mul_silu(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """MUL_SILU (29): a * silu(b) = a * b / (1 + exp(-b))."""
+    return np.multiply(a, b / (1.0 + np.exp(-b)), out=out) if out is not None else a * (b / (1.0 + np.exp(-b)))
+
+
 BINARY: dict[int, Callable] = {
     0: np.add, 1: np.subtract, 2: np.multiply, 3: _div, 4: np.maximum, 5: np.minimum, 6: np.power, 7: _div,
     8: np.minimum, 9: np.maximum, 10: np.greater, 11: np.greater_equal, 12: np.less, 13: np.floor_divide,
     14: lambda a, b, out=None: np.square(a - b, out=out), 15: np.equal, 16: np.less_equal, 17: _floormod,
     19: _mod, 20: np.arctan2, 21: np.logical_or, 22: np.not_equal, 23: np.bitwise_and, 24: np.bitwise_or,
-    25: np.bitwise_xor, 26: np.logical_xor, 27: np.left_shift, 28: np.right_shift,
+    25: np.bitwise_xor, 26: np.logical_xor, 27: np.left_shift, 28: np.right_shift, 29: _mul_silu,
 }
 ELTWISE = {0: np.multiply, 1: np.add, 2: np.maximum, 3: np.subtract}
 

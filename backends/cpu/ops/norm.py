@@ -22,7 +22,7 @@ class LayerNorm(CPUExecution):
         n_axes = len(p.axis) if p.axis is not None and len(p.axis) else 1
         self.axes = tuple(range(rank - n_axes, rank))
         self.eps = float(p.epsilon)
-        self.rms = bool(getattr(p, "useRMSNorm", False))
+        self.rms = bool(p.useRmsnorm)  # schema useRMSNorm; flatc object API spells it useRmsnorm
         self.group = int(p.group or 1)
         if self.group > 1:
             raise ModelError(f"op {self.op.name!r}: LayerNorm with group > 1 is not supported")
