@@ -40,13 +40,9 @@ class CPUBackend(Backend):
         self.static_bytes = 0
         self.kernel_cache: dict = {}  # prepared weights per (op, input shape, ...): a same-shape resize reuses them
 
-    def supported_formats(self, op_type: int) -> tuple[str, ...]:
-        entry = registry.KERNELS.get("cpu", {}).get(int(op_type))
-        return entry.formats if entry is not None else ("NCHW",)
-
     def on_create(self, op_type: int, op: Any, inputs: Sequence[TensorRef],
                   outputs: Sequence[TensorRef]) -> Execution | None:
-        entry = registry.KERNELS.get("cpu", {}).get(int(op_type))
+        entry = self.kernel(op_type)
         if entry is None:
             return None
         return entry.cls(self, op, inputs, outputs)

@@ -82,13 +82,9 @@ class OpenCLBackend(Backend):
         """The runtime's command queue."""
         return self.runtime.queue
 
-    def supported_formats(self, op_type: int) -> tuple[str, ...]:
-        entry = registry.KERNELS.get("opencl", {}).get(int(op_type))
-        return entry.formats if entry is not None else ("NCHW",)
-
     def on_create(self, op_type: int, op: Any, inputs: Sequence[TensorRef],
                   outputs: Sequence[TensorRef]) -> Execution | None:
-        entry = registry.KERNELS.get("opencl", {}).get(int(op_type))
+        entry = self.kernel(op_type)
         if entry is None:
             return None
         cls: Any = entry.cls

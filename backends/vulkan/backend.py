@@ -38,7 +38,7 @@ from mnnpy.backends.vulkan.memory import DeviceBuffer
 from mnnpy.backends.vulkan.pipeline import DescriptorAllocator, Pipeline
 from mnnpy.backends.vulkan.runtime import COUNTERS
 
-from mnnpy.core import memory, registry
+from mnnpy.core import memory
 from mnnpy.core.backend import Backend, Execution, Runtime, StorageType, TensorRef
 
 _BARRIER_DST = vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
@@ -99,13 +99,9 @@ class VulkanBackend(Backend):
             raise ValueError(f"device needs {self.vdev.limits.min_storage_alignment}-byte storage offsets")
 
     # ---- creation --------------------------------------------------------------------------------------------
-    def supported_formats(self, op_type: int) -> tuple[str, ...]:
-        entry = registry.KERNELS.get("vulkan", {}).get(int(op_type))
-        return entry.formats if entry is not None else ("NCHW",)
-
     def on_create(self, op_type: int, op: Any, inputs: Sequence[TensorRef],
                   outputs: Sequence[TensorRef]) -> Execution | None:
-        entry = registry.KERNELS.get("vulkan", {}).get(int(op_type))
+        entry = self.kernel(op_type)
         if (entry is None or not entry.cls.dtypes_ok(inputs, outputs)
                 or any(self.storage_bytes(t) > self.vdev.limits.max_storage_range for t in (*inputs, *outputs))
                 or not entry.cls.supports(op, inputs, outputs)):

@@ -96,9 +96,16 @@ class Backend(ABC):
                   outputs: Sequence[TensorRef]) -> Execution | None:
         """Create the execution for a command, or return None when unsupported (the schedule falls back to CPU)."""
 
+    def kernel(self, op_type: int) -> Any:
+        """This backend's registered kernel entry for `op_type` (`registry.KERNELS[self.name]`), or None."""
+        from mnnpy.core import registry  # registry imports this module
+
+        return registry.KERNELS.get(self.name, {}).get(int(op_type))
+
     def supported_formats(self, op_type: int) -> tuple[str, ...]:
         """Formats the backend's kernel for `op_type` accepts on its main input; the first is preferred."""
-        return ("NCHW",)
+        entry = self.kernel(op_type)
+        return entry.formats if entry is not None else ("NCHW",)
 
     @abstractmethod
     def on_acquire(self, tensor: TensorRef, storage: StorageType) -> None:
