@@ -139,3 +139,30 @@ def test_group_norm_swish_end_to_end(tmp_path: Path) -> None:
     feeds = {"x": rng.standard_normal((1, 8, 5, 6)).astype(np.float32)}
     _, _, graph = _check(model, feeds, tmp_path, extended=True, official=False)
     assert [n.op_type for n in graph.nodes] == [OP.GroupNorm] and graph.nodes[0].param.bSwish == 1
+
+
+@pytest.mark.parametrize("backend", ["opencl", "vulkan"])
+def test_fused_models_on_gpu_backends(tmp_path: Path, backend: str) -> None:
+    """The fused BERT (compatible) and Swin (extended) files run their Attention ops on the GPU backends."""
+    from mnnpy.core import registry
+    from mnnpy.core.backend import BackendUnavailable
+
+    try:
+        registry.get_runtime(backend)
+    except BackendUnavailable as exc:
+        pytest.skip(str(exc))
+    bert = _bench_model(tmp_path, "bert4l", seq=16, dim=32, heads=2, layers=1)
+    bert_feeds = {"input": np.random.default_rng(0).standard_normal((1, 16, 32)).astype(np.float32)}
+    for (model, feeds), extended in (((bert, bert_feeds), False), (swin_blocks(), True)):
+        path = tmp_path / "gpu.mnn"
+        save_net(graph_to_net(optimise(load_onnx(model), fused=True, extended=extended)), str(path))
+        interp = mnnpy.Interpreter(str(path))
+        session = interp.createSession({"backend": backend})
+        for name, x in feeds.items():
+            tensor = interp.getSessionInput(session, name)
+            tensor.copyFrom(mnnpy.Tensor(list(x.shape), mnnpy.Halide_Type_Float, x, mnnpy.Tensor_DimensionType_Caffe))
+        interp.runSession(session)
+        out = model.graph.output[0].name
+        assert rel_diff(interp.getSessionOutput(session, out).getNumpyData(), run_ort(model, feeds)[0]) <= 1e-4
+        ran = {c.get("backend") for c in session.info()["commands"] if c["type"] == "Attention"}
+        assert ran == {backend}

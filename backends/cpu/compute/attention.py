@@ -109,6 +109,11 @@ def run(q: np.ndarray, k: np.ndarray, v: np.ndarray, out: np.ndarray, p: Attenti
             rows = slice(r0, r1)
             query, acc = s.query[:, :n], s.acc[:, :n]
             np.multiply(q[b, rows].transpose(1, 0, 2), np.float32(scale), out=query)
+            if p.seq_kv <= p.block_kv:  # one key block: a plain softmax, normalised after the V product
+                _single_block(query, keys, values, acc, s, n, _block_mask(mask, b, rows, slice(0, p.seq_kv)),
+                              causal_bias(rows, slice(0, p.seq_kv), p.seq_q, p.seq_kv) if causal else None)
+                out4[b, rows] = acc.transpose(1, 0, 2)
+                continue
             m, lsum, new_m, alpha = s.row_max[:, :n], s.row_sum[:, :n], s.new_max[:, :n], s.alpha[:, :n]
             m.fill(-np.inf)
             lsum.fill(0.0)
@@ -139,3 +144,26 @@ def run(q: np.ndarray, k: np.ndarray, v: np.ndarray, out: np.ndarray, p: Attenti
                 np.copyto(m, new_m)
             np.divide(acc, np.where(lsum > 0, lsum, np.float32(1.0)), out=acc)
             out4[b, rows] = acc.transpose(1, 0, 2)
+
+
+def _single_block(query: np.ndarray, keys: np.ndarray, values: np.ndarray, acc: np.ndarray, s: Scratch, n: int,
+                  bias: np.ndarray | None, causal: np.ndarray | None) -> None:
+    """All keys fit in one block: scores, exp(scores - rowmax), then (P @ V) / rowsum (divides [n, Dv], not
+    [n, Skv])."""
+    scores = s.scores[:, :n, : keys.shape[2]]
+    np.matmul(query, keys, out=scores)
+    if bias is not None:
+        scores += bias
+    if causal is not None:
+        scores += causal
+    row_max = s.row_max[:, :n]
+    np.max(scores, axis=-1, keepdims=True, out=row_max)
+    if bias is not None:
+        row_max[~np.isfinite(row_max)] = 0.0
+    scores -= row_max
+    np.exp(scores, out=scores)
+    row_sum = s.row_sum[:, :n]
+    np.sum(scores, axis=-1, keepdims=True, out=row_sum)
+    row_sum[row_sum == 0] = 1.0
+    np.matmul(scores, values, out=acc)
+    acc /= row_sum

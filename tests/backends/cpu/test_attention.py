@@ -38,6 +38,7 @@ def _reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | N
     ((1, 7, 2, 8), (1, 11, 2, 8), (1, 2, 7, 11), False, (3, 4)),
     ((1, 16, 2, 8), (1, 16, 2, 8), None, True, (5, 3)),
     ((3, 6, 1, 4), (1, 6, 1, 4), (6, 6), False, (128, 512)),
+    ((1, 10, 2, 4), (1, 12, 2, 4), None, True, (4, 512)),
 ])
 def test_blocked_attention_matches_numpy(shape: tuple, kv: tuple, mask_shape: tuple | None, causal: bool,
                                          blocks: tuple[int, int]) -> None:
@@ -57,10 +58,11 @@ def test_masked_positions_with_minus_infinity_stay_finite() -> None:
     q, k, v = (rng.standard_normal((1, 6, 1, 4)).astype(np.float32) for _ in range(3))
     mask = np.zeros((1, 1, 6, 6), np.float32)
     mask[..., :3] = -np.inf  # a whole key block is hidden from every query
-    plan = blocked.plan(q.shape, k.shape, v.shape, 2, 3)
-    out = np.empty((1, 6, 4), np.float32)
-    blocked.run(q, k, v, out, plan, blocked.Scratch(plan), mask, False, 0.5)
-    np.testing.assert_allclose(out, _reference(q, k, v, mask, False), rtol=1e-5, atol=1e-6)
+    for blocks in ((2, 3), (4, 8)):  # online softmax over blocks, and the one-block path
+        plan = blocked.plan(q.shape, k.shape, v.shape, *blocks)
+        out = np.empty((1, 6, 4), np.float32)
+        blocked.run(q, k, v, out, plan, blocked.Scratch(plan), mask, False, 0.5)
+        np.testing.assert_allclose(out, _reference(q, k, v, mask, False), rtol=1e-5, atol=1e-6)
 
 
 def _attention_model(path: Path, seq: int, heads: int = 4, head_dim: int = 16, fused: bool = True) -> Path:
