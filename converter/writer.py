@@ -33,6 +33,11 @@ def make_blob(arr: np.ndarray) -> fb.BlobT:
         else:
             raise ConvertError(f"constant of dtype {arr.dtype} cannot be stored in a .mnn Blob")
     data_type, field, np_type = entry
+    if np_type is np.int32 and arr.dtype.kind in "iu" and arr.dtype.itemsize >= 4:
+        # MNN stores int64 as int32 clamped, as MNNConvert does: Slice ends of INT64_MAX must stay "to the end"
+        # (a plain astype wraps them to -1)
+        info = np.iinfo(np.int32)
+        arr = np.clip(arr, info.min, info.max)
     blob = fb.BlobT()
     blob.dims = list(arr.shape) if arr.ndim else None
     blob.dataFormat = fb.MNN_DATA_FORMAT.NCHW

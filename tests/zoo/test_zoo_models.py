@@ -67,18 +67,10 @@ _LSTM_BUG = (
     "the frontend only unrolls static sequences (ONNX LSTM has no function body). MNNConvert emits a While loop with a "
     "per-step body subgraph (<...>/LSTM_output_0_main0) instead, which works for dynamic shapes."
 )
-_INT64_CLAMP_BUG = (
-    "mnnpy converter: converter/writer.py make_blob narrows int64 constants with astype(np.int32), so INT64_MAX "
-    "(Slice end 'val_15' of node_slice_5 in the If then-branch, conv1d[:, 129:INT64_MAX]) wraps to -1: the slice "
-    "yields 128 instead of 129 channels and shape inference fails at output__then__add_50 ((1,129,3) vs (1,128,3)); "
-    "official MNN's Module API returns no outputs. MNNConvert clamps int64 to the int32 range (verified: clamping in "
-    "make_blob makes this case pass at 1.7e-5)."
-)
 _MNNPY_CONVERT_BUGS = {
     "silero-vad-16k": _LSTM_BUG,
     "silero-vad-8k": _LSTM_BUG,
     "silero-vad-16k-op15": _LSTM_BUG,
-    "silero-vad-op18-ifless-16k": _INT64_CLAMP_BUG,
 }
 # (case, converter, runtime) -> precise diagnosis of the mnnpy bug that makes it fail (strict xfail).
 XFAIL: dict[tuple[str, str, str], str] = {
