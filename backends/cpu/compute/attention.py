@@ -5,7 +5,8 @@ scratch, and each row keeps only its running max and running sum (FlashAttention
 
     m' = max(m, rowmax(s));  l' = l * exp(m - m') + rowsum(exp(s - m'));  acc' = acc * exp(m - m') + exp(s - m') @ V
 
-so the scratch is O(H * block_q * block_kv + Skv * H * D) and the memory grows linearly with the sequence length.
+so the scratch is O(H * block_q * block_kv), independent of the sequence length: only the inputs and the output
+[B, Sq, H*Dv] grow (linearly).
 """
 
 from __future__ import annotations
@@ -34,11 +35,9 @@ class AttentionPlan:
 
     @property
     def scratch_bytes(self) -> int:
-        """Bytes of the per-execution scratch: keys/values head-major, a query block, a score block, accumulators."""
+        """Bytes of the scratch: a scaled query block, a score block, accumulators (bounded by the block sizes)."""
         h, bq, bk = self.heads, self.block_q, self.block_kv
-        kv = self.kv_heads * self.seq_kv * (self.head_dim + self.value_dim)
-        per_block = h * bq * (self.head_dim + bk + 2 * self.value_dim + 4)
-        return 4 * (kv + per_block)
+        return 4 * h * bq * (self.head_dim + bk + 2 * self.value_dim + 4)
 
 
 def plan(q_shape: tuple[int, ...], k_shape: tuple[int, ...], v_shape: tuple[int, ...], block_q: int = BLOCK_Q,
@@ -55,8 +54,6 @@ class Scratch:
 
     def __init__(self, p: AttentionPlan) -> None:
         h, bq, bk = p.heads, p.block_q, p.block_kv
-        self.keys = np.empty((p.kv_heads, p.head_dim, p.seq_kv), np.float32)  # K^T per head
-        self.values = np.empty((p.kv_heads, p.seq_kv, p.value_dim), np.float32)
         self.query = np.empty((h, bq, p.head_dim), np.float32)
         self.scores = np.empty((h, bq, bk), np.float32)
         self.acc = np.empty((h, bq, p.value_dim), np.float32)
@@ -98,11 +95,10 @@ def run(q: np.ndarray, k: np.ndarray, v: np.ndarray, out: np.ndarray, p: Attenti
     out4 = out.reshape(p.batch, p.seq_q, p.heads, p.value_dim)
     for b in range(p.batch):
         kb = b if k.shape[0] > 1 else 0
-        if b == 0 or k.shape[0] > 1:
-            np.copyto(s.keys, k[kb].transpose(1, 2, 0))
-            np.copyto(s.values, v[kb].transpose(1, 0, 2))
-        keys = np.repeat(s.keys, rep, axis=0) if rep > 1 else s.keys
-        values = np.repeat(s.values, rep, axis=0) if rep > 1 else s.values
+        keys = k[kb].transpose(1, 2, 0)  # [Hkv, D, Skv] and [Hkv, Skv, Dv]: strided views BLAS reads as they are
+        values = v[kb].transpose(1, 0, 2)
+        if rep > 1:
+            keys, values = np.repeat(keys, rep, axis=0), np.repeat(values, rep, axis=0)
         for r0 in range(0, p.seq_q, p.block_q):
             r1 = min(r0 + p.block_q, p.seq_q)
             n = r1 - r0

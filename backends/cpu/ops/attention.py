@@ -37,7 +37,7 @@ class Attention(CPUExecution):
         config = self.backend.config
         self.plan = blocked.plan(q, k, v, int(config.get("attentionBlockQ", blocked.BLOCK_Q)),
                                  int(config.get("attentionBlockKV", blocked.BLOCK_KV)))
-        self.scratch = blocked.Scratch(self.plan)
+        self.scratch, self.owns_scratch = self._shared_scratch()
         self.scale = 1.0 / float(np.sqrt(q[3]))
         self.causal = len(self.inputs) < 4
         self.mask: np.ndarray | None = None
@@ -60,9 +60,23 @@ class Attention(CPUExecution):
                 self.mask_const = _as_bias(value).reshape(self.mask_shape)
         self.algorithm = f"attention-blocked-{self.plan.block_q}x{self.plan.block_kv}"
 
+    def _shared_scratch(self) -> tuple[blocked.Scratch, bool]:
+        """One scratch per plan shape and backend: Attention ops run one after another, so they share it."""
+        p = self.plan
+        key = ("attention-scratch", p.heads, p.kv_heads, p.seq_kv, p.head_dim, p.value_dim, p.block_q, p.block_kv)
+        cache = getattr(self.backend, "kernel_cache", None)
+        if cache is None:
+            return blocked.Scratch(p), True
+        if key in cache:
+            return cache[key], False
+        cache[key] = blocked.Scratch(p)
+        return cache[key], True
+
     def info(self) -> dict[str, Any]:
+        """Block sizes, the mask kind and the scratch bytes (counted by the first op of a shape, shared after)."""
         return {"algorithm": self.algorithm, "block_q": self.plan.block_q, "block_kv": self.plan.block_kv,
-                "scratch_bytes": self.plan.scratch_bytes, "mask": "causal" if self.causal else
+                "scratch_bytes": self.plan.scratch_bytes if self.owns_scratch else 0,
+                "scratch": "own" if self.owns_scratch else "shared", "mask": "causal" if self.causal else
                 "zero (skipped)" if self.skip_mask else "additive"}
 
     def on_execute(self) -> None:
