@@ -19,6 +19,7 @@ from mnnpy.converter.passes import (
     fuse_attention,
     fuse_gelu_tanh,
     fuse_group_norm,
+    fuse_rms_norm,
     remove_dead,
     run_pipeline,
     split_before_transpose,
@@ -37,8 +38,8 @@ onnx = pytest.importorskip("onnx")
 
 OP = fb.OpType
 MOVES = (OP.Permute, OP.Transpose, OP.Raster)
-NEW = {fuse_attention.NAME, fuse_gelu_tanh.NAME, fuse_group_norm.NAME, split_before_transpose.NAME,
-       f"{fuse_attention.NAME}-extended"}
+NEW = {fuse_attention.NAME, fuse_gelu_tanh.NAME, fuse_group_norm.NAME, fuse_rms_norm.NAME,
+       split_before_transpose.NAME, f"{fuse_attention.NAME}-extended"}
 
 
 def optimise(graph: Graph, fused: bool, extended: bool = False) -> Graph:
@@ -50,6 +51,7 @@ def optimise(graph: Graph, fused: bool, extended: bool = False) -> Graph:
     if fuse_attention.NAME not in names or extended:  # not (yet) in PIPELINE, or the opt-in forms: run them first
         fold_constants.apply(graph)
         fuse_gelu_tanh.apply(graph)
+        fuse_rms_norm.apply(graph)
         fuse_group_norm.apply(graph)
         split_before_transpose.apply(graph)
         transpose.apply(graph)
@@ -166,3 +168,22 @@ def test_fused_models_on_gpu_backends(tmp_path: Path, backend: str) -> None:
         assert rel_diff(interp.getSessionOutput(session, out).getNumpyData(), run_ort(model, feeds)[0]) <= 1e-4
         ran = {c.get("backend") for c in session.info()["commands"] if c["type"] == "Attention"}
         assert ran == {backend}
+
+
+def test_rms_norm_end_to_end(tmp_path: Path) -> None:
+    """LLaMA's RMSNorm as torch exports it -> one LayerNorm(useRMSNorm), also run by official MNN."""
+    from onnx import TensorProto
+    from onnx import helper as oh
+
+    rng = np.random.default_rng(6)
+    nodes = [oh.make_node("Pow", ["x", "two"], ["sq"]),
+             oh.make_node("ReduceMean", ["sq", "axes"], ["ms"], keepdims=1),
+             oh.make_node("Add", ["ms", "eps"], ["v"]), oh.make_node("Sqrt", ["v"], ["r"]),
+             oh.make_node("Reciprocal", ["r"], ["inv"]), oh.make_node("Mul", ["x", "inv"], ["n"]),
+             oh.make_node("Mul", ["w", "n"], ["y"])]
+    inits = {"two": np.float32(2.0), "axes": np.array([-1], np.int64), "eps": np.float32(1e-6),
+             "w": rng.standard_normal(16).astype(np.float32)}
+    model = make_model(nodes, [("x", TensorProto.FLOAT, [1, 7, 16])], ["y"], inits, opset=18)
+    feeds = {"x": rng.standard_normal((1, 7, 16)).astype(np.float32)}
+    _, _, graph = _check(model, feeds, tmp_path)
+    assert [n.op_type for n in graph.nodes] == [OP.LayerNorm] and graph.nodes[0].param.useRmsnorm

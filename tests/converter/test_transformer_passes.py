@@ -8,6 +8,7 @@ from mnnpy.converter.passes import (
     fuse_attention,
     fuse_gelu_tanh,
     fuse_group_norm,
+    fuse_rms_norm,
     remove_dead,
     split_before_transpose,
     transpose,
@@ -222,3 +223,44 @@ def test_fuse_group_norm_with_affine_and_swish() -> None:
         assert p.group == 3 and p.axis == 1 and abs(p.epsilon - 1e-5) < 1e-12 and p.bSwish == int(swish)
         np.testing.assert_array_equal(p.gamma, np.arange(1, 7))
         np.testing.assert_array_equal(p.beta, np.full(6, 0.5))
+
+
+def _rms_graph(form: str) -> Graph:
+    graph = Graph()
+    graph.inputs["x"] = InputSpec([2, 3, 8])
+    graph.ranks["x"] = 3
+    sq = _binary(graph, BIN.POW, "x", graph.add_const(np.float32(2.0))) if form != "mul" else \
+        _binary(graph, BIN.MUL, "x", "x")
+    red = fb.ReductionParamT()
+    red.operation, red.dim, red.keepDims = fb.ReductionType.MEAN, [2], True
+    mean = graph.add(OP.Reduction, [sq], None, fb.OpParameter.ReductionParam, red).outputs[0]
+    var = _binary(graph, BIN.ADD, mean, graph.add_const(np.float32(1e-6)))
+    if form == "rsqrt":
+        normed = _binary(graph, BIN.MUL, "x", _unary(graph, fb.UnaryOpOperation.RSQRT, var))
+    elif form == "div":
+        normed = _binary(graph, BIN.REALDIV, "x", _unary(graph, fb.UnaryOpOperation.SQRT, var))
+    else:
+        root = _unary(graph, fb.UnaryOpOperation.SQRT, var)
+        normed = _binary(graph, BIN.MUL, "x", _unary(graph, fb.UnaryOpOperation.RECIPROCAL, root))
+    _binary(graph, BIN.MUL, graph.add_const(np.arange(8, dtype=np.float32), "gamma"), normed, "y")
+    graph.outputs = ["y"]
+    return graph
+
+
+def test_fuse_rms_norm_forms() -> None:
+    for form in ("pow", "mul", "rsqrt", "div"):
+        graph = _rms_graph(form)
+        assert fuse_rms_norm.apply(graph) == 1, form
+        remove_dead.apply(graph)
+        assert len(graph.nodes) == 1
+        node = graph.nodes[0]
+        assert node.op_type == OP.LayerNorm and node.inputs == ["x"] and node.outputs == ["y"]
+        p = node.param
+        assert p.useRmsnorm and list(p.axis) == [-1] and abs(p.epsilon - 1e-6) < 1e-12
+        np.testing.assert_array_equal(p.gamma, np.arange(8))
+
+
+def test_fuse_rms_norm_leaves_a_mean_over_other_axes() -> None:
+    graph = _rms_graph("pow")
+    next(n for n in graph.nodes if n.op_type == OP.Reduction).param.dim = [1]
+    assert fuse_rms_norm.apply(graph) == 0
