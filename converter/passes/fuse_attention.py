@@ -26,6 +26,7 @@ from mnnpy.schema import mnn_generated as fb
 from ..graph import Graph, Node
 
 NAME = "fuse-attention"
+EXTENDED_NAME = "fuse-attention-extended"  # the opt-in form (PIPELINE entry of apply_extended)
 
 OT = fb.OpType
 BIN = fb.BinaryOpOperation

@@ -49,19 +49,30 @@ def plan(q_shape: tuple[int, ...], k_shape: tuple[int, ...], v_shape: tuple[int,
 
 
 class Scratch:
-    """Preallocated work arrays for one plan (made in on_resize; `run` allocates only numpy temporaries of block
-    size)."""
+    """Work arrays for one plan: views into `buffer` (e.g. a planned arena chunk of `plan.scratch_bytes`), or new
+    arrays when no buffer is given; `run` allocates only numpy temporaries of block size."""
 
-    def __init__(self, p: AttentionPlan) -> None:
+    query: np.ndarray
+    scores: np.ndarray
+    acc: np.ndarray
+    part: np.ndarray
+    row_max: np.ndarray
+    row_sum: np.ndarray
+    new_max: np.ndarray
+    alpha: np.ndarray
+
+    def __init__(self, p: AttentionPlan, buffer: np.ndarray | None = None) -> None:
         h, bq, bk = p.heads, p.block_q, p.block_kv
-        self.query = np.empty((h, bq, p.head_dim), np.float32)
-        self.scores = np.empty((h, bq, bk), np.float32)
-        self.acc = np.empty((h, bq, p.value_dim), np.float32)
-        self.part = np.empty((h, bq, p.value_dim), np.float32)
-        self.row_max = np.empty((h, bq, 1), np.float32)
-        self.row_sum = np.empty((h, bq, 1), np.float32)
-        self.new_max = np.empty((h, bq, 1), np.float32)
-        self.alpha = np.empty((h, bq, 1), np.float32)
+        shapes = {"query": (h, bq, p.head_dim), "scores": (h, bq, bk), "acc": (h, bq, p.value_dim),
+                  "part": (h, bq, p.value_dim), "row_max": (h, bq, 1), "row_sum": (h, bq, 1), "new_max": (h, bq, 1),
+                  "alpha": (h, bq, 1)}
+        flat = np.empty(p.scratch_bytes // 4, np.float32) if buffer is None else \
+            buffer.reshape(-1).view(np.float32)[: p.scratch_bytes // 4]
+        offset = 0
+        for name, shape in shapes.items():
+            size = int(np.prod(shape))
+            setattr(self, name, flat[offset: offset + size].reshape(shape))
+            offset += size
 
 
 def causal_bias(rows: slice, cols: slice, seq_q: int, seq_kv: int) -> np.ndarray:
