@@ -19,6 +19,7 @@ as Swin's per-head relative position bias, non-constant masks); its files run in
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import numpy as np
 from mnnpy.schema import mnn_generated as fb
@@ -53,7 +54,7 @@ def _reader(graph: Graph, name: str) -> Node | None:
     return readers[0] if len(readers) == 1 and name not in graph.outputs else None
 
 
-def _binary(node: Node | None, *ops: int) -> bool:
+def _binary(node: Node | None, *ops: int) -> TypeGuard[Node]:
     return node is not None and node.op_type == OT.BinaryOp and node.param is not None and \
         node.param.opType in ops and not node.param.activationType
 
@@ -65,12 +66,12 @@ def _scalar(graph: Graph, name: str) -> float | None:
     return float(value.ravel()[0])
 
 
-def _permute(node: Node | None, perm: list[int]) -> bool:
+def _permute(node: Node | None, perm: list[int]) -> TypeGuard[Node]:
     return node is not None and node.op_type == OT.Permute and len(node.inputs) == 1 and \
         [int(p) for p in node.param.dims] == perm
 
 
-def _matmul(node: Node | None) -> bool:
+def _matmul(node: Node | None) -> TypeGuard[Node]:
     return node is not None and node.op_type == OT.MatMul and len(node.inputs) == 2 and \
         not node.param.transposeA
 
@@ -214,7 +215,7 @@ def static_shape(graph: Graph, name: str) -> list[int] | None:
         full = _reshape_dims(graph, graph.producers().get(node.inputs[0]))
         if index is None or index.ndim != 0 or axis is None or axis.size != 1 or full is None:
             return None
-        dims = np.delete(full, int(axis.ravel()[0]))
+        dims: np.ndarray | None = np.delete(full, int(axis.ravel()[0]))
     else:
         dims = _reshape_dims(graph, node)
     if dims is None or dims.size != 4 or np.any(dims <= 0):

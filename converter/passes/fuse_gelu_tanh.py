@@ -7,6 +7,8 @@ ops after it) and then verified numerically: it is evaluated on sample values an
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
@@ -28,12 +30,12 @@ def gelu_tanh(x: np.ndarray) -> np.ndarray:
     return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
 
 
-def _elementwise(node: Node | None) -> bool:
+def _elementwise(node: Node | None) -> TypeGuard[Node]:
     return node is not None and node.op_type == OT.BinaryOp and node.param is not None and \
         node.param.opType in _OPS and not node.param.activationType and len(node.inputs) == 2
 
 
-def _is_tanh(node: Node | None) -> bool:
+def _is_tanh(node: Node | None) -> TypeGuard[Node]:
     return node is not None and node.op_type == OT.UnaryOp and node.param is not None and \
         node.param.opType == fb.UnaryOpOperation.TANH
 
@@ -71,7 +73,7 @@ class _Expr:
         if name == x:
             return sample
         if self.scalar(name):
-            return np.float64(self.graph.constants[name].ravel()[0])
+            return np.asarray(self.graph.constants[name].ravel()[0], np.float64)
         node = self.producers[name]
         if _is_tanh(node):
             return np.tanh(self.value(node.inputs[0], x, sample))

@@ -78,11 +78,11 @@ def _match(graph: Graph, first: Node) -> tuple[fb.GroupNormT, Node] | None:
         last = reader
     else:
         gamma = _channel_vector(_binary_const(graph, reader, BIN.MUL, last.outputs[0]), None)
-        if gamma is not None:
+        if gamma is not None and reader is not None:
             last = reader
             add = _reader(graph, last.outputs[0])
             beta = _channel_vector(_binary_const(graph, add, BIN.ADD, last.outputs[0]), gamma.size)
-            if beta is not None:
+            if beta is not None and add is not None:
                 last = add
     if gamma is not None:
         param.gamma = gamma

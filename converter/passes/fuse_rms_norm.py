@@ -4,6 +4,8 @@ LayerNorm with useRMSNorm (official MNN 3.6.1 runs it; measured)."""
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
@@ -21,12 +23,12 @@ def _reader(graph: Graph, name: str) -> Node | None:
     return readers[0] if len(readers) == 1 and name not in graph.outputs else None
 
 
-def _binary(node: Node | None, op: int) -> bool:
+def _binary(node: Node | None, op: int) -> TypeGuard[Node]:
     return node is not None and node.op_type == OT.BinaryOp and node.param.opType == op and \
         not node.param.activationType
 
 
-def _unary(node: Node | None, op: int) -> bool:
+def _unary(node: Node | None, op: int) -> TypeGuard[Node]:
     return node is not None and node.op_type == OT.UnaryOp and node.param.opType == op
 
 
@@ -84,7 +86,7 @@ def apply(graph: Graph) -> int:
         x = _squared(graph, producers.get(mean.inputs[0]))
         dims = None if x is None else _trailing([int(d) for d in mean.param.dim], graph.ranks.get(x))
         add = _reader(graph, mean.outputs[0])
-        if dims is None or not _binary(add, BIN.ADD):
+        if x is None or dims is None or not _binary(add, BIN.ADD):
             continue
         eps = _scalar(graph, add.inputs[1] if add.inputs[0] == mean.outputs[0] else add.inputs[0])
         last = _normalised(graph, x, add) if eps is not None else None

@@ -28,7 +28,8 @@ def mask_strides(shape: tuple[int, ...]) -> tuple[int, int, int, int]:
     for n in reversed(dims):
         strides.append(step if n > 1 else 0)
         step *= n
-    return tuple(reversed(strides))
+    b, h, q, k = reversed(strides)
+    return b, h, q, k
 
 
 @vulkan_kernel(fb.OpType.Attention, formats=("NCHW",))
