@@ -64,7 +64,7 @@ class ConvPlan:
         costs: the costs compared (name -> number), for reports.
         reason: one line explaining the choice.
         strassen_depth: recursion depth of the Strassen GEMM (0 = plain GEMM).
-        threads: ``numThread``: lanes of independent blocks the kernel may run at once (else BLAS threads).
+        threads: ``numThread``: lanes of independent blocks the kernel may run at once (BLAS stays at 1 thread).
     """
 
     algorithm: str

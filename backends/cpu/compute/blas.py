@@ -5,7 +5,7 @@ in ``/proc/self/maps`` (Linux) and called through ctypes (``*openblas_set_num_th
 calls are no-ops and ``backend()`` says so. Both paths look the library up once; a set/get then costs microseconds.
 
 Lanes: kernels with independent blocks of work (Winograd tile blocks, im2col tiles, row bands) run them on
-``numThread`` Python threads (numpy releases the GIL in ufuncs, copies and matmul) with BLAS at 1 thread inside;
+``numThread`` Python threads (numpy releases the GIL in ufuncs, copies and matmul) with BLAS at 1 thread;
 blocked threads sleep instead of spinning, so an oversubscribed machine degrades gracefully.
 """
 
@@ -117,11 +117,14 @@ def lane_count(threads: int, flops: float) -> int:
 
 
 def run_lanes(tasks: Sequence[Callable[[], None]], threads: int) -> None:
-    """Run a kernel's lanes: one task alone with ``threads`` BLAS threads, several concurrently with 1 BLAS thread.
+    """Run a kernel's lanes concurrently (the first on the calling thread), BLAS at 1 thread throughout.
 
-    The first task runs on the calling thread; errors are re-raised; the BLAS pool size is restored afterwards.
+    The lanes are the kernel's parallelism (``threads`` of them at most, chosen at make time). BLAS stays at one
+    thread even for a single lane: OpenBLAS workers busy-wait for a while after each threaded call, and doing so
+    next to the lanes' threads oversubscribes the cores. Errors are re-raised; the pool size is restored after.
     """
-    want = 1 if len(tasks) > 1 else max(int(threads), 1)
+    del threads  # the lane count was fixed when the kernel was made
+    want = 1
     previous = get_blas_threads()
     if previous is not None and previous != want:
         set_blas_threads(want)
