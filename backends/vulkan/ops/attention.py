@@ -1,7 +1,8 @@
 """MNN's fused Attention and GroupNorm on Vulkan (shaders/attention.comp, shaders/groupnorm.comp).
 
-Attention: one invocation per (batch, head, query row) with an online softmax, so the [Sq, Skv] matrix is never
-stored; scale 1/sqrt(D); no mask input = causal (MNN's semantics); a float mask broadcast to [B, H, Sq, Skv].
+Attention: a work-group per block of query rows of one (batch, head) shares key/value tiles in shared memory; each
+row keeps an online softmax, so the [Sq, Skv] matrix is never stored; scale 1/sqrt(D); no mask input = causal
+(MNN's semantics); a float mask broadcast to [B, H, Sq, Skv].
 GroupNorm: one invocation per (batch, group) over plain row-major tensors, optional swish.
 """
 
@@ -34,9 +35,9 @@ def mask_strides(shape: tuple[int, ...]) -> tuple[int, int, int, int]:
 
 @vulkan_kernel(fb.OpType.Attention, formats=("NCHW",))
 class VulkanAttention(VulkanExecution):
-    """softmax(q k^T / sqrt(D) + mask) v per row, streaming over the keys."""
+    """softmax(q k^T / sqrt(D) + mask) v per row, streaming over shared-memory key/value tiles."""
 
-    algorithm = "attention-online-softmax"
+    algorithm = "attention-online-softmax-tiled"
 
     @classmethod
     def supports(cls, op: Any, inputs: Sequence[TensorRef], outputs: Sequence[TensorRef]) -> bool:
@@ -59,8 +60,9 @@ class VulkanAttention(VulkanExecution):
             if not zero:
                 flags, mask, strides = 1, self.bind(ref), mask_strides(ref.desc.shape)
         values = (b, sq, skv, h, hkv, d, dv, flags, *strides, 1.0 / math.sqrt(d), int(bk > 1))
+        group = self.backend.vdev.group_size()  # one work-group per block of `group` query rows of a (batch, head)
         self.dispatch("attention", [self.bind(q), self.bind(k), self.bind(v), mask], [self.bind(self.outputs[0])],
-                      "iiiiiiiiiiiifi", values, b * h * sq)
+                      "iiiiiiiiiiiifi", values, b * h * -(-sq // group) * group)
 
 
 @vulkan_kernel(fb.OpType.GroupNorm, formats=("NCHW",))

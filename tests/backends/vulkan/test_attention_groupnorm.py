@@ -31,6 +31,7 @@ def _attention_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.n
     ((1, 13, 3, 8), (1, 13, 3, 8), (1, 1, 13, 13)),
     ((2, 5, 4, 16), (2, 9, 2, 16), (2, 1, 1, 9)),
     ((1, 11, 2, 4), (1, 11, 2, 4), None),
+    ((1, 300, 2, 4), (1, 300, 2, 4), None),  # more query rows than one work-group
 ])
 def test_attention(run_op: Any, make_op: Any, q_shape: tuple, kv_shape: tuple, mask_shape: tuple | None) -> None:
     q, k, v = (RNG.standard_normal(s).astype(np.float32) for s in (q_shape, kv_shape, kv_shape))
