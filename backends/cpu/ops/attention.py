@@ -16,6 +16,7 @@ from mnnpy.backends.cpu.ops._common import CPUExecution
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.errors import ModelError
 
+from mnnpy.core.backend import TensorRef
 from mnnpy.core.registry import cpu_kernel
 
 
@@ -30,14 +31,28 @@ def _as_bias(value: np.ndarray) -> np.ndarray:
 class Attention(CPUExecution):
     """softmax(q k^T / sqrt(D) + mask) v per head, a block of query rows and key rows at a time."""
 
-    def on_resize(self) -> None:
+    scratch_ref: TensorRef | None = None  # an arena chunk the schedule plans for `scratch_bytes()`, when it does
+
+    def _plan(self) -> blocked.AttentionPlan:
         q, k, v = (ref.desc.shape for ref in self.inputs[:3])
         if len(q) != 4 or len(k) != 4 or len(v) != 4:
             raise ModelError(f"op {self.op.name!r}: Attention needs rank-4 query/key/value, got {q}, {k}, {v}")
         config = self.backend.config
-        self.plan = blocked.plan(q, k, v, int(config.get("attentionBlockQ", blocked.BLOCK_Q)),
-                                 int(config.get("attentionBlockKV", blocked.BLOCK_KV)))
-        self.scratch, self.owns_scratch = self._shared_scratch()
+        return blocked.plan(q, k, v, int(config.get("attentionBlockQ", blocked.BLOCK_Q)),
+                            int(config.get("attentionBlockKV", blocked.BLOCK_KV)))
+
+    def scratch_bytes(self) -> int:
+        """Work memory the memory plan may give this op (live only while it runs)."""
+        return self._plan().scratch_bytes
+
+    def on_resize(self) -> None:
+        q, k = self.inputs[0].desc.shape, self.inputs[1].desc.shape
+        self.plan = self._plan()
+        chunk = None if self.scratch_ref is None else self.scratch_ref.array
+        if chunk is not None:
+            self.work, self.scratch_kind = blocked.Scratch(self.plan, chunk), "arena"
+        else:
+            self.work, self.scratch_kind = self._shared_scratch()
         self.scale = 1.0 / float(np.sqrt(q[3]))
         self.causal = len(self.inputs) < 4
         self.mask: np.ndarray | None = None
@@ -60,24 +75,25 @@ class Attention(CPUExecution):
                 self.mask_const = _as_bias(value).reshape(self.mask_shape)
         self.algorithm = f"attention-blocked-{self.plan.block_q}x{self.plan.block_kv}"
 
-    def _shared_scratch(self) -> tuple[blocked.Scratch, bool]:
-        """One scratch per plan shape and backend: Attention ops run one after another, so they share it."""
+    def _shared_scratch(self) -> tuple[blocked.Scratch, str]:
+        """Without a planned chunk: one scratch per plan shape and backend (Attention ops run one after another)."""
         p = self.plan
         key = ("attention-scratch", p.heads, p.kv_heads, p.seq_kv, p.head_dim, p.value_dim, p.block_q, p.block_kv)
         cache = getattr(self.backend, "kernel_cache", None)
         if cache is None:
-            return blocked.Scratch(p), True
+            return blocked.Scratch(p), "own"
         if key in cache:
-            return cache[key], False
+            return cache[key], "shared"
         cache[key] = blocked.Scratch(p)
-        return cache[key], True
+        return cache[key], "own"
 
     def info(self) -> dict[str, Any]:
-        """Block sizes, the mask kind and the scratch bytes (counted by the first op of a shape, shared after)."""
+        """Block sizes, the mask kind and the scratch: in the arena (counted in its size), or outside it (its bytes
+        counted by the first op of a shape; later ones share it)."""
+        outside = self.plan.scratch_bytes if self.scratch_kind == "own" else 0
         return {"algorithm": self.algorithm, "block_q": self.plan.block_q, "block_kv": self.plan.block_kv,
-                "scratch_bytes": self.plan.scratch_bytes if self.owns_scratch else 0,
-                "scratch": "own" if self.owns_scratch else "shared", "mask": "causal" if self.causal else
-                "zero (skipped)" if self.skip_mask else "additive"}
+                "scratch": self.scratch_kind, "scratch_bytes": outside,
+                "mask": "causal" if self.causal else "zero (skipped)" if self.skip_mask else "additive"}
 
     def on_execute(self) -> None:
         q, k, v = (ref.array for ref in self.inputs[:3])
@@ -85,4 +101,4 @@ class Attention(CPUExecution):
         if not self.causal and not self.skip_mask:
             mask = self.mask_const if self.mask_const is not None else \
                 _as_bias(np.asarray(self.inputs[3].array)).reshape(self.mask_shape)
-        blocked.run(q, k, v, self.y.array, self.plan, self.scratch, mask, self.causal, self.scale)
+        blocked.run(q, k, v, self.y.array, self.plan, self.work, mask, self.causal, self.scale)
