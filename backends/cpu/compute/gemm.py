@@ -136,8 +136,20 @@ class Gemm1x1Kernel(Conv2DKernel):
         y += self.bias_row
         self._activate(y)
 
+    def _pixels(self, x4: np.ndarray, out4: np.ndarray, r0: int, r1: int) -> None:
+        """One lane of one image, layout copies included: pixels r0..r1 of ``[C4, H*W, 4]`` in, GEMM, out."""
+        copy_pixels(self.x_mat[r0:r1].reshape(r1 - r0, -1, PACK), x4[:, r0:r1], (1, 0))
+        self._gemm_rows(self.x_mat, self.y_mat, r0, r1)
+        copy_pixels(out4[:, r0:r1], self.y_mat[r0:r1].reshape(r1 - r0, -1, PACK), (1, 0))
+
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out``."""
+        if (len(self.row_chunks) > 1 and self.flat is None and x.shape[0] == 1 and self.x_groups is None
+                and x.flags.c_contiguous and out.flags.c_contiguous):
+            x4 = x.reshape(x.shape[1], -1, PACK)
+            out4 = out.reshape(out.shape[1], -1, PACK)
+            run_lanes([partial(self._pixels, x4, out4, r0, r1) for r0, r1 in self.row_chunks], self.plan.threads)
+            return
         flat = self.flat is not None and x.flags.c_contiguous and out.flags.c_contiguous
         if flat and self.flat is not None:
             m, cp, ocp = self.flat
