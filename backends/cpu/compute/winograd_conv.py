@@ -85,7 +85,14 @@ class WinogradKernel(Conv2DKernel):
         lanes = lane_count(plan.threads, 2.0 * n * oh * ow * oc * (c // g) * k * k)
         row_bytes = a * a * tw * max(cp, ocp) * 4
         blocks = output_tiles(n, th, row_bytes, BLOCK_BYTES)
-        if len(blocks) < lanes:  # smaller blocks, so that every lane has one
+        # One block whose weights outweigh its tiles (deep layers, few pixels: weight-bandwidth bound): the lanes
+        # share the alpha² GEMMs instead of the tiles, so each lane streams only its share of the weights.
+        self.positions = None
+        if lanes > 1 and len(blocks) == 1 and g * icg * ocg > n * th * tw * (cp + ocp):
+            step = -(-(a * a) // lanes)
+            self.positions = [(p, min(p + step, a * a)) for p in range(0, a * a, step)]
+            lanes = 1
+        elif len(blocks) < lanes:  # smaller blocks, so that every lane has one
             blocks = output_tiles(n, th, row_bytes, max(1, n * th * row_bytes // lanes))
         t_max = max((n1 - n0) * (r1 - r0) * tw for n0, n1, r0, r1 in blocks)
         ones = [x for x in range(a) if np.all(mat_a[x] == 1.0)]  # Aᵀ e_x = 1: bias added to M there reaches all of Y
@@ -133,33 +140,48 @@ class WinogradKernel(Conv2DKernel):
                       y.reshape(u, u, t, ocp), tiles, (n0, n1, r0 * u, row_end), stage)
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
-        """Convolve NC4HW4 ``x`` into NC4HW4 ``out`` (blocks spread over ``numThread`` lanes)."""
+        """Convolve NC4HW4 ``x`` into NC4HW4 ``out`` (blocks, or the GEMM positions, spread over lanes)."""
         copy_pixels(self.interior, x, (0, 2, 3, 1))
-        run_lanes([partial(self._run_blocks, lane, out) for lane in self.lanes], self.plan.threads)
+        if self.positions is None:
+            run_lanes([partial(self._run_blocks, lane, out) for lane in self.lanes], self.plan.threads)
+            return
+        b = self.blocks[0]
+        self._transform_in(b)
+        run_lanes([partial(self._gemm, b, p0, p1) for p0, p1 in self.positions], self.plan.threads)
+        self._transform_out(b, out)
+
+    def _transform_in(self, b: _Block) -> None:
+        np.copyto(b.d, b.windows)
+        np.matmul(self.bt, b.d_mat, out=b.e)
+        np.matmul(self.bt, b.e_3d, out=b.v)
+
+    def _gemm(self, b: _Block, p0: int, p1: int) -> None:
+        np.matmul(b.v_groups[p0:p1], self.weight[p0:p1], out=b.m_groups[p0:p1])
 
     def _run_blocks(self, blocks: list[_Block], out: np.ndarray) -> None:
+        for b in blocks:
+            self._transform_in(b)
+            self._gemm(b, 0, len(self.weight))
+            self._transform_out(b, out)
+
+    def _transform_out(self, b: _Block, out: np.ndarray) -> None:
         u = self.unit
         ow = out.shape[3]
-        for b in blocks:
-            np.copyto(b.d, b.windows)
-            np.matmul(self.bt, b.d_mat, out=b.e)
-            np.matmul(self.bt, b.e_3d, out=b.v)
-            np.matmul(b.v_groups, self.weight, out=b.m_groups)
-            if b.m_scatter is not None:
-                np.copyto(b.m_scatter, b.m_groups.transpose(0, 2, 1, 3))
-            if b.m_bias is not None:
-                np.add(b.m_bias, self.bias_row, out=b.m_bias)  # 1/u² of the work of adding it to Y
-            np.matmul(self.at, b.m_mat, out=b.f)
-            np.matmul(self.at, b.f_3d, out=b.y)
-            if b.m_bias is None:
-                np.add(b.y_rows, self.bias_row, out=b.y_rows)
-            self._activate(b.y_rows)
-            n0, n1, row0, row1 = b.rows
-            dst = out[n0:n1, :, row0:row1]
-            stage = b.stage
-            if stage.shape[2] * u == row1 - row0 and stage.shape[4] * u == ow and dst.flags.c_contiguous:
-                copy_pixels(dst.reshape(stage.shape), b.tiles, _ORDER)  # tiles cover the rows exactly
-            else:
-                copy_pixels(stage, b.tiles, _ORDER)
-                nb, oc4, rb, _, tw, _, _ = stage.shape
-                copy_pixels(dst, stage.reshape(nb, oc4, rb * u, tw * u, PACK)[:, :, : row1 - row0, :ow], (0, 1, 2, 3))
+        if b.m_scatter is not None:
+            np.copyto(b.m_scatter, b.m_groups.transpose(0, 2, 1, 3))
+        if b.m_bias is not None:
+            np.add(b.m_bias, self.bias_row, out=b.m_bias)  # 1/u² of the work of adding it to Y
+        np.matmul(self.at, b.m_mat, out=b.f)
+        np.matmul(self.at, b.f_3d, out=b.y)
+        if b.m_bias is None:
+            np.add(b.y_rows, self.bias_row, out=b.y_rows)
+        self._activate(b.y_rows)
+        n0, n1, row0, row1 = b.rows
+        dst = out[n0:n1, :, row0:row1]
+        stage = b.stage
+        if stage.shape[2] * u == row1 - row0 and stage.shape[4] * u == ow and dst.flags.c_contiguous:
+            copy_pixels(dst.reshape(stage.shape), b.tiles, _ORDER)  # tiles cover the rows exactly
+        else:
+            copy_pixels(stage, b.tiles, _ORDER)
+            nb, oc4, rb, _, tw, _, _ = stage.shape
+            copy_pixels(dst, stage.reshape(nb, oc4, rb * u, tw * u, PACK)[:, :, : row1 - row0, :ow], (0, 1, 2, 3))

@@ -288,7 +288,9 @@ def test_lanes_match_reference(monkeypatch: pytest.MonkeyPatch, force: str, ic: 
     got, kernel = run_kernel(conv, DW if force == "depthwise" else CONV, x, force=force, threads=threads)
     params = conv2d_params(conv, DW if force == "depthwise" else CONV, x_shape)
     assert_close(got, reference_conv(x.astype(np.float64), conv, params))
-    lanes = {"winograd": "lanes", "im2col": "lanes", "depthwise": "bands", "gemm1x1": "row_chunks"}
+    if kernel.plan.algorithm == "winograd":
+        assert len(kernel.positions or kernel.lanes) > 1, "the work was not split"
+    lanes = {"im2col": "lanes", "depthwise": "bands", "gemm1x1": "row_chunks"}
     name = lanes.get(kernel.plan.algorithm)
     if name is not None:
         assert len(getattr(kernel, name)) > 1, "the work was not split"
@@ -296,3 +298,20 @@ def test_lanes_match_reference(monkeypatch: pytest.MonkeyPatch, force: str, ic: 
     got_again, _ = run_kernel(conv, DW if force == "depthwise" else CONV, x, force=force, threads=threads)
     np.testing.assert_array_equal(got, got_again)
     assert blas.get_blas_threads() == before  # the BLAS pool size is restored after the lanes
+
+
+@pytest.mark.parametrize("block_bytes", [1, 1 << 30])
+def test_winograd_lanes_split_tiles_or_positions(monkeypatch: pytest.MonkeyPatch, block_bytes: int) -> None:
+    """Many blocks: lanes take whole blocks; one weight-heavy block: lanes share the alpha² GEMMs (and weights)."""
+    from mnnpy.backends.cpu.compute import blas, winograd_conv
+
+    monkeypatch.setattr(blas, "LANE_MIN_FLOPS", 1.0)
+    monkeypatch.setattr(winograd_conv, "BLOCK_BYTES", block_bytes)
+    conv = make_conv(32, 36, (3, 3), pads=(1, 1, 1, 1), group=2, relu=True)
+    x = np.random.default_rng(4).standard_normal((1, 32, 4, 3)).astype(np.float32)
+    got, kernel = run_kernel(conv, CONV, x, force="winograd:2", threads=2)
+    assert_close(got, reference_conv(x.astype(np.float64), conv, conv2d_params(conv, CONV, x.shape)))
+    if block_bytes == 1:
+        assert kernel.positions is None and len(kernel.lanes) == 2
+    else:
+        assert kernel.positions == [(0, 8), (8, 16)] and len(kernel.lanes) == 1
