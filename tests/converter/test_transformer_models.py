@@ -116,12 +116,13 @@ def test_vit_attention_fused_and_transposes_gone(tmp_path: Path) -> None:
     assert after <= before / 4  # only the patch embedding's [1, C, T] -> [1, T, C] transpose is left
 
 
-def test_swin_blocks_window_attention(tmp_path: Path) -> None:
+@pytest.mark.parametrize("unbind", ["gather", "split"])
+def test_swin_blocks_window_attention(tmp_path: Path, unbind: str) -> None:
     """Window attention over a batch of windows with per-head relative position bias and the shifted-window mask:
     official MNN's Attention cannot run that (batch > 1, per-head mask), so the extended mode is used (mnnpy only).
     The q/k/v transposes (split QKV before transposing) and the context transpose go; the window partition and
     reverse (a real token reordering, one per direction per block) stay."""
-    model, feeds = swin_blocks()
+    model, feeds = swin_blocks(unbind=unbind)
     before, after, graph = _check(model, feeds, tmp_path, extended=True, official=False)
     ops = [n.op_type for n in graph.nodes]
     assert ops.count(OP.Attention) == 2 and ops.count(OP.GatherV2) == 6

@@ -264,3 +264,26 @@ def test_fuse_rms_norm_leaves_a_mean_over_other_axes() -> None:
     graph = _rms_graph("pow")
     next(n for n in graph.nodes if n.op_type == OP.Reduction).param.dim = [1]
     assert fuse_rms_norm.apply(graph) == 0
+
+
+def test_split_into_ones_then_squeeze_becomes_gathers_before_the_transpose() -> None:
+    """qkv.unbind(0) exported as Split([1, 1, 1], axis 0) + Squeeze(0) on a transposed [3, B, H, N, D]."""
+    graph = Graph()
+    graph.inputs["x"] = InputSpec([2, 5, 24])
+    qkv = _permute(graph, _reshape(graph, "x", [2, 5, 3, 2, 4]), [2, 0, 3, 1, 4])
+    param = fb.SliceT()
+    param.axis, param.slicePoints, param.sourceType = 0, [1, 1, 1], 4
+    parts = graph.add(OP.Slice, [qkv], ["a", "b", "c"], fb.OpParameter.Slice, param).outputs
+    for part, out in zip(parts, "qkv", strict=True):
+        squeeze = fb.SqueezeParamT()
+        squeeze.squeezeDims = [0]
+        graph.add(OP.Squeeze, [part], [out], fb.OpParameter.SqueezeParam, squeeze)
+    graph.outputs = ["q", "k", "v"]
+    assert split_before_transpose.apply(graph) == 4  # one Split rewritten, three Gathers moved
+    remove_dead.apply(graph)
+    ops = _ops(graph)
+    assert OP.Slice not in ops and OP.Squeeze not in ops and ops.count(OP.GatherV2) == 3
+    for out in "qkv":
+        permute = graph.producers()[out]
+        assert permute.op_type == OP.Permute and list(permute.param.dims) == [0, 2, 1, 3]
+        assert graph.producers()[permute.inputs[0]].op_type == OP.GatherV2

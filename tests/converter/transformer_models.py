@@ -74,12 +74,22 @@ class _Builder:
         return self.op("Concat", [head, tail], axis=axis)
 
 
+def _unbind(g: _Builder, x: str, how: str) -> list[str]:
+    """torch's `qkv[0], qkv[1], qkv[2]` (three Gathers) or `qkv.unbind(0)` (Split into ones, then Squeezes)."""
+    if how == "gather":
+        return [g.op("Gather", [x, g.const(np.array(i, np.int64))], axis=0) for i in range(3)]
+    g.count += 1
+    parts = [f"split_{g.count}_{i}" for i in range(3)]
+    g.nodes.append(oh.make_node("Split", [x, g.ints(1, 1, 1)], parts, name=parts[0], axis=0))
+    return [g.op("Squeeze", [part, g.ints(0)]) for part in parts]
+
+
 def _window_attention(g: _Builder, x: str, windows: int, n: int, dim: int, heads: int, mask: np.ndarray | None,
-                      window: int) -> str:
+                      window: int, unbind: str) -> str:
     hd = dim // heads
     qkv = g.op("Reshape", [g.linear(x, dim, 3 * dim), g.ints(windows, n, 3, heads, hd)])
     qkv = g.op("Transpose", [qkv], perm=[2, 0, 3, 1, 4])
-    q, k, v = (g.op("Gather", [qkv, g.const(np.array(i, np.int64))], axis=0) for i in range(3))
+    q, k, v = _unbind(g, qkv, unbind)
     q = g.op("Mul", [q, g.const(np.float32(hd ** -0.5))])
     attn = g.op("MatMul", [q, g.op("Transpose", [k], perm=[0, 1, 3, 2])])
     table = g.rng.standard_normal(((2 * window - 1) ** 2, heads)).astype(np.float32) * 0.5
@@ -113,8 +123,11 @@ def _shift_mask(size: int, window: int, shift: int) -> np.ndarray:
     return np.where(diff != 0, -100.0, 0.0)
 
 
-def swin_blocks(size: int = 8, window: int = 4, dim: int = 32, heads: int = 2) -> tuple[Any, dict[str, np.ndarray]]:
-    """Two Swin blocks (regular, then shifted windows), input [1, size*size, dim]; returns (model, feeds)."""
+def swin_blocks(size: int = 8, window: int = 4, dim: int = 32, heads: int = 2,
+                unbind: str = "gather") -> tuple[Any, dict[str, np.ndarray]]:
+    """Two Swin blocks (regular, then shifted windows), input [1, size*size, dim]; returns (model, feeds).
+
+    `unbind`: "gather" (q, k, v = qkv[0], qkv[1], qkv[2]) or "split" (qkv.unbind(0): Split + Squeeze)."""
     g = _Builder(7)
     windows, n, grid = (size // window) ** 2, window * window, size // window
     y = "x"
@@ -125,7 +138,7 @@ def swin_blocks(size: int = 8, window: int = 4, dim: int = 32, heads: int = 2) -
         z = g.op("Reshape", [z, g.ints(1, grid, window, grid, window, dim)])
         z = g.op("Reshape", [g.op("Transpose", [z], perm=[0, 1, 3, 2, 4, 5]), g.ints(windows, n, dim)])
         mask = _shift_mask(size, window, shift) if shift else None
-        z = _window_attention(g, z, windows, n, dim, heads, mask, window)
+        z = _window_attention(g, z, windows, n, dim, heads, mask, window, unbind)
         z = g.op("Reshape", [z, g.ints(1, grid, grid, window, window, dim)])
         z = g.op("Reshape", [g.op("Transpose", [z], perm=[0, 1, 3, 2, 4, 5]), g.ints(1, size, size, dim)])
         if shift:
