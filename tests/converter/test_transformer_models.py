@@ -20,6 +20,7 @@ from mnnpy.converter.passes import (
     fuse_gelu_tanh,
     fuse_group_norm,
     fuse_rms_norm,
+    hoist_transpose_above_split,
     remove_dead,
     run_pipeline,
     split_before_transpose,
@@ -39,7 +40,7 @@ onnx = pytest.importorskip("onnx")
 OP = fb.OpType
 MOVES = (OP.Permute, OP.Transpose, OP.Raster)
 NEW = {fuse_attention.NAME, fuse_gelu_tanh.NAME, fuse_group_norm.NAME, fuse_rms_norm.NAME,
-       split_before_transpose.NAME, f"{fuse_attention.NAME}-extended"}
+       split_before_transpose.NAME, hoist_transpose_above_split.NAME, f"{fuse_attention.NAME}-extended"}
 
 
 def optimise(graph: Graph, fused: bool, extended: bool = False) -> Graph:
@@ -56,6 +57,8 @@ def optimise(graph: Graph, fused: bool, extended: bool = False) -> Graph:
         split_before_transpose.apply(graph)
         transpose.apply(graph)
         (fuse_attention.apply_extended if extended else fuse_attention.apply)(graph)
+        hoist_transpose_above_split.apply(graph)
+        transpose.apply(graph)
         remove_dead.apply(graph)
     run_pipeline(graph)
     return graph
@@ -188,3 +191,12 @@ def test_rms_norm_end_to_end(tmp_path: Path) -> None:
     feeds = {"x": rng.standard_normal((1, 7, 16)).astype(np.float32)}
     _, _, graph = _check(model, feeds, tmp_path)
     assert [n.op_type for n in graph.nodes] == [OP.LayerNorm] and graph.nodes[0].param.useRmsnorm
+
+
+def test_swin_blocks_compatible_mode_costs_no_transposes(tmp_path: Path) -> None:
+    """Without --transformerFuse the windowed attention stays unfused (official MNN cannot run it as Attention): the
+    split QKV transposes are merged back, so the default passes never add Permutes; the file runs in official MNN."""
+    model, feeds = swin_blocks(unbind="split")
+    before, after, graph = _check(model, feeds, tmp_path)
+    assert OP.Attention not in [n.op_type for n in graph.nodes]
+    assert after <= before

@@ -9,6 +9,7 @@ from mnnpy.converter.passes import (
     fuse_gelu_tanh,
     fuse_group_norm,
     fuse_rms_norm,
+    hoist_transpose_above_split,
     remove_dead,
     split_before_transpose,
     transpose,
@@ -287,3 +288,37 @@ def test_split_into_ones_then_squeeze_becomes_gathers_before_the_transpose() -> 
         permute = graph.producers()[out]
         assert permute.op_type == OP.Permute and list(permute.param.dims) == [0, 2, 1, 3]
         assert graph.producers()[permute.inputs[0]].op_type == OP.GatherV2
+
+
+def test_hoist_merges_split_transposes_that_attention_did_not_absorb() -> None:
+    """split-before-transpose, then no Attention (compatible mode, batch 2): the Permutes are merged back."""
+    graph = Graph()
+    graph.inputs["x"] = InputSpec([2, 5, 24])
+    qkv = _permute(graph, _reshape(graph, "x", [2, 5, 3, 2, 4]), [2, 0, 3, 1, 4])
+    q, k, v = (graph.add(OP.GatherV2, [qkv, graph.add_const(np.int32(i)), graph.add_const(np.int32(0))]).outputs[0]
+               for i in range(3))
+    scores = _matmul(graph, q, _permute(graph, k, [0, 1, 3, 2]))
+    graph.add(OP.MatMul, [scores, v], ["y"], fb.OpParameter.MatMul, fb.MatMulT())
+    graph.outputs = ["y"]
+    assert transpose.apply(graph) == 1  # without the transformer passes: one Permute, K's folded into the MatMul
+    baseline = _ops(graph).count(OP.Permute)
+    graph = Graph()
+    graph.inputs["x"] = InputSpec([2, 5, 24])
+    qkv = _permute(graph, _reshape(graph, "x", [2, 5, 3, 2, 4]), [2, 0, 3, 1, 4])
+    q, k, v = (graph.add(OP.GatherV2, [qkv, graph.add_const(np.int32(i)), graph.add_const(np.int32(0))]).outputs[0]
+               for i in range(3))
+    scores = _matmul(graph, q, _permute(graph, k, [0, 1, 3, 2]))
+    graph.add(OP.MatMul, [scores, v], ["y"], fb.OpParameter.MatMul, fb.MatMulT())
+    graph.outputs = ["y"]
+    assert split_before_transpose.apply(graph) == 3
+    transpose.apply(graph)
+    assert fuse_attention.apply(graph) == 0
+    assert _ops(graph).count(OP.Permute) == 3
+    assert hoist_transpose_above_split.apply(graph) == 1
+    transpose.apply(graph)
+    remove_dead.apply(graph)
+    assert _ops(graph).count(OP.Permute) == baseline == 1
+    hoisted = next(n for n in graph.nodes if n.op_type == OP.Permute)
+    assert list(hoisted.param.dims) == [2, 0, 3, 1, 4]
+    matmul = graph.producers()[scores]
+    assert matmul.param.transposeB  # K's remaining swap became the MatMul flag again
