@@ -48,6 +48,7 @@ class Graph:
     outputs: list[str] = field(default_factory=list)
     constants: dict[str, np.ndarray] = field(default_factory=dict)
     ranks: dict[str, int] = field(default_factory=dict)  # static ranks known from the source model (hints)
+    subgraphs: list[Any] = field(default_factory=list)  # finished control-flow bodies (fb.SubGraphProtoT), nested too
     _counter: itertools.count = field(default_factory=lambda: itertools.count(1), repr=False)
     _names: set[str] = field(default_factory=set, repr=False)
 
@@ -73,6 +74,15 @@ class Graph:
             self._names.add(node.name)
             self._names.update(node.inputs)
             self._names.update(node.outputs)
+
+    def child(self) -> Graph:
+        """An empty graph for a control-flow body: it sees this graph's constants, and its generated names avoid every
+        name taken here (a body reads outer tensors under their own names)."""
+        if not self._names:
+            self._refresh_names()
+        body = Graph(constants=dict(self.constants), ranks=self.ranks)
+        body._names = set(self._names)
+        return body
 
     def add_const(self, value: Any, base: str = "Const", dtype: Any = None) -> str:
         """Store a constant (int64 narrowed to int32, float64 to float32) and return its tensor name."""

@@ -126,4 +126,5 @@ def graph_to_net(graph: Graph, biz_code: str = "MNN", source_type: int = fb.NetS
     net.outputName = list(graph.outputs)
     net.sourceType = source_type
     net.tensorName = names
+    net.subgraphs = list(graph.subgraphs) or None
     return net

@@ -60,18 +60,7 @@ CASES: dict[str, Case] = {
 CONVERTERS = ("mnnpy", "official")
 RUNTIMES = ("mnnpy", "official")
 
-_LSTM_BUG = (
-    "mnnpy converter: converter/frontends/onnx/ops/rnn.py _Rnn.__init__ raises ConvertError 'LSTM "
-    "\"<...>/decoder/rnn/LSTM\": needs a static 3-D input shape' - the LSTM sits in an If then-branch whose input "
-    "(rnn/Unsqueeze_3_output_0) has no shape at convert time (outer-scope values carry no shape into subgraphs) and "
-    "the frontend only unrolls static sequences (ONNX LSTM has no function body). MNNConvert emits a While loop with a "
-    "per-step body subgraph (<...>/LSTM_output_0_main0) instead, which works for dynamic shapes."
-)
-_MNNPY_CONVERT_BUGS = {
-    "silero-vad-16k": _LSTM_BUG,
-    "silero-vad-8k": _LSTM_BUG,
-    "silero-vad-16k-op15": _LSTM_BUG,
-}
+_MNNPY_CONVERT_BUGS: dict[str, str] = {}
 # (case, converter, runtime) -> precise diagnosis of the mnnpy bug that makes it fail (strict xfail).
 XFAIL: dict[tuple[str, str, str], str] = {
     (case, "mnnpy", runtime): reason for case, reason in _MNNPY_CONVERT_BUGS.items() for runtime in RUNTIMES

@@ -53,6 +53,8 @@ class Context:
         self.opset = opset
         self.shapes = shapes
         self.dtypes = dtypes
+        self.scope: dict[str, str] = {}  # inside control-flow bodies: body tensor name -> its name in the graph
+        self.outer: Context | None = None  # the enclosing graph's context while converting a subgraph of its own
 
     # *** reading ***
     def value(self, name: str) -> np.ndarray | None:

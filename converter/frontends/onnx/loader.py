@@ -132,10 +132,12 @@ def convert_subgraph(ctx: Context, graph: Any, prefix: str, bindings: dict[str, 
     internal = {init.name for init in graph.initializer} | {i.name for i in graph.input}
     internal |= {out for node in graph.node for out in node.output if out}
 
+    outer = ctx.scope  # names of the enclosing bodies, as they were renamed there
+
     def rename(name: str) -> str:
         if name in bindings:
             return bindings[name]
-        return prefix + name if name in internal else name
+        return prefix + name if name in internal else outer.get(name, name)
 
     for init in graph.initializer:
         ctx.graph.constants[rename(init.name)] = _to_numpy(onnx, init)
@@ -143,15 +145,19 @@ def convert_subgraph(ctx: Context, graph: Any, prefix: str, bindings: dict[str, 
     ctx.shapes.update({rename(k): v for k, v in shapes.items()})
     ctx.dtypes.update({rename(k): v for k, v in dtypes.items()})
     ctx.graph.reserve([prefix + name for name in internal])
-    for i, node in enumerate(graph.node):
-        copy = onnx.NodeProto()
-        copy.CopyFrom(node)
-        copy.name = prefix + (node.name or f"{node.op_type}_{i}")
-        del copy.input[:]
-        del copy.output[:]
-        copy.input.extend(rename(n) if n else "" for n in node.input)
-        copy.output.extend(rename(n) if n else "" for n in node.output)
-        _convert_node(ctx, onnx, copy, i)
+    ctx.scope = {**outer, **{name: rename(name) for name in internal}}  # nested bodies may read this body's tensors
+    try:
+        for i, node in enumerate(graph.node):
+            copy = onnx.NodeProto()
+            copy.CopyFrom(node)
+            copy.name = prefix + (node.name or f"{node.op_type}_{i}")
+            del copy.input[:]
+            del copy.output[:]
+            copy.input.extend(rename(n) if n else "" for n in node.input)
+            copy.output.extend(rename(n) if n else "" for n in node.output)
+            _convert_node(ctx, onnx, copy, i)
+    finally:
+        ctx.scope = outer
     return [rename(out.name) for out in graph.output]
 
 

@@ -7,17 +7,22 @@ from typing import Any
 import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
+from ..bodies import convert_body, if_param
 from ..context import OP, PARAM, Context, OnnxNode
 from ..functions import UseFunctionBody
 from ..registry import onnx_op
 
 
+def _static(ctx: Context, name: str) -> bool:
+    shape = ctx.shape(name)
+    return shape is not None and all(d is not None and d >= 0 for d in shape)
+
+
 @onnx_op("If")
 def if_op(ctx: Context, node: OnnxNode, *, then_branch: Any = None, else_branch: Any = None) -> None:
-    """If -> both branches inlined, then Select(cond, then_out, else_out) per output.
-
-    Exact when both branches are side-effect free and their outputs broadcast to one shape; a constant condition
-    keeps only the taken branch.
+    """If -> a constant condition keeps only the taken branch; outputs of static shapes: both branches inlined, then
+    Select(cond, then_out, else_out) per output (exact for side-effect-free branches); otherwise MNN's If op with
+    both branches as subgraphs, so only the taken one runs (branches may differ in shape, or fail on the other's).
     """
     from ..loader import convert_subgraph
 
@@ -28,6 +33,13 @@ def if_op(ctx: Context, node: OnnxNode, *, then_branch: Any = None, else_branch:
         outs = convert_subgraph(ctx, taken, f"{node.name}__then__")
         for src, dst in zip(outs, node.outputs, strict=True):
             ctx.alias(src, dst)
+        return
+    if not all(_static(ctx, out) for out in node.outputs):  # branches may differ in shape: run only the taken one
+        then = convert_body(ctx, then_branch, f"{node.name}__then__", f"{node.name}/then")
+        other = convert_body(ctx, else_branch, f"{node.name}__else__", f"{node.name}/else")
+        inputs = list(dict.fromkeys(then.inputs + other.inputs))
+        ctx.emit(OP.If, [cond, *inputs], list(node.outputs), PARAM.IfParam, if_param(then, other, inputs),
+                 name=node.name, default_format=fb.MNN_DATA_FORMAT.NCHW)
         return
     then_outs = convert_subgraph(ctx, then_branch, f"{node.name}__then__")
     else_outs = convert_subgraph(ctx, else_branch, f"{node.name}__else__")

@@ -1,7 +1,8 @@
 """LSTM, GRU and RNN, unrolled over a static sequence length into MatMul / BinaryOp / UnaryOp steps.
 
 Default activations only (sigmoid/tanh), layout 0, no peepholes, no clip, no sequence_lens. W, R, B may be constants
-or run-time tensors.
+or run-time tensors. Only the sequence length must be static: when shape inference lost X's shape it is derived from
+the ops that made X (`dims.static_dim`: an Unsqueeze of one step gives 1); the batch may be dynamic.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
 from ..context import BIN, OP, PARAM, UN, Context, OnnxNode
+from ..dims import static_dim
 from ..functions import UseFunctionBody
 from ..registry import onnx_op
 from .matmul import matmul_op
@@ -47,18 +49,18 @@ class _Rnn:
     def __init__(self, ctx: Context, node: OnnxNode, gates: int, hidden_size: int | None, direction: str,
                  layout: int, attrs_ok: bool) -> None:
         self.ctx, self.node, self.gates = ctx, node, gates
-        x_shape = ctx.shape(node.inputs[0])
         if not attrs_ok or node.input(4):
             raise UseFunctionBody(f"{node.label()}: only default activations, no clip/sequence_lens")
-        if x_shape is None or len(x_shape) != 3 or None in x_shape:
-            raise UseFunctionBody(f"{node.label()}: needs a static 3-D input shape")
         self.layout = layout  # 0: [seq, batch, ..] and [dirs, batch, H]; 1: [batch, seq, ..] and [batch, dirs, H]
         w_shape = ctx.shape(node.inputs[1])
         self.hidden = hidden_size or (None if w_shape is None or w_shape[1] is None else w_shape[1] // gates)
         if self.hidden is None:
             raise UseFunctionBody(f"{node.label()}: hidden_size is unknown")
         time_axis = layout
-        self.seq, self.batch = int(x_shape[time_axis]), int(x_shape[1 - time_axis])
+        seq = static_dim(ctx, node.inputs[0], time_axis, 3)
+        if seq is None:
+            raise UseFunctionBody(f"{node.label()}: needs a static sequence length (input dim {time_axis})")
+        self.seq, self.batch = seq, static_dim(ctx, node.inputs[0], 1 - time_axis, 3)
         self.dirs = 2 if direction == "bidirectional" else 1
         self.reverse = direction == "reverse"
         self.steps = _split(ctx, node.inputs[0], self.seq, time_axis) if self.seq > 1 else [node.inputs[0]]
@@ -68,7 +70,14 @@ class _Rnn:
         name = self.node.input(index)
         if name:
             return _pick(self.ctx, name, d, self.layout)
-        return self.ctx.const(np.zeros((self.batch, self.hidden), np.float32), "zeros")
+        if self.batch is not None:
+            return self.ctx.const(np.zeros((self.batch, self.hidden), np.float32), "zeros")
+        ctx = self.ctx  # dynamic batch: Fill([batch, H], 0) with the batch read from X's shape at run time
+        axis = ctx.const(np.array([1 - self.layout], np.int32))
+        batch = ctx.out(OP.GatherV2, [ctx.shape_of(self.node.inputs[0]), axis, ctx.const(np.int32(0))],
+                        name="GatherV2")
+        shape = _concat(ctx, [batch, ctx.const(np.array([self.hidden], np.int32))], 0)
+        return ctx.out(OP.Fill, [shape, ctx.const(np.zeros(1, np.float32), "zero")], name="zeros")
 
     def bias(self, d: int) -> tuple[str | None, str | None]:
         """(Wb, Rb) for direction d, each [gates * hidden], or None when B is absent."""

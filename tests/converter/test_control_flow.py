@@ -1,0 +1,122 @@
+"""If with an LSTM in a branch fed from an outer-scope value that has no shape (the silero-vad structure).
+
+The converter must derive the LSTM's sequence length from the graph (an Unsqueeze of the outer value gives 1) and,
+as the branches give outputs of different shapes, emit MNN's If op with both branches as subgraphs. The .mnn runs
+on mnnpy's Interpreter and is compared with onnxruntime.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from .helpers import F, make_model, oh, onnx, rel_diff, run_ort
+
+HIDDEN, FEATURES = 6, 4
+
+
+def _weights(rng: np.random.Generator) -> dict[str, np.ndarray]:
+    def rand(*shape: int) -> np.ndarray:
+        return rng.uniform(-0.5, 0.5, shape).astype(np.float32)
+
+    return {"w": rand(1, 4 * HIDDEN, FEATURES), "r": rand(1, 4 * HIDDEN, HIDDEN), "b": rand(1, 8 * HIDDEN),
+            "axis0": np.array([0], np.int64)}
+
+
+def _model(rng: np.random.Generator, with_state: bool) -> Any:
+    # then: one LSTM step on x ([batch, features] from the outer scope, shape unknown) -> Y_h [batch, H]
+    state = ["", "h0", "c0"] if with_state else []
+    then_nodes = [
+        oh.make_node("Unsqueeze", ["x", "axis0"], ["x3"]),
+        oh.make_node("LSTM", ["x3", "w", "r", "b", *state], ["", "yh", "yc"], hidden_size=HIDDEN),
+        oh.make_node("Squeeze", ["yh", "axis0"], ["h"]),
+        oh.make_node("Squeeze", ["yc", "axis0"], ["c"]),
+        oh.make_node("Add", ["h", "c"], ["out"]),
+    ]
+    then_branch = oh.make_graph(then_nodes, "then", [], [oh.make_tensor_value_info("out", F, None)])
+    # else (x of rank 1): a different shape ([features]), so the branches cannot be merged by a Select
+    else_branch = oh.make_graph([oh.make_node("Tanh", ["x"], ["other"])], "else", [],
+                                [oh.make_tensor_value_info("other", F, None)])
+    nodes = [*_rank_is(2, "x", "cond"),
+             oh.make_node("If", ["cond"], ["y"], then_branch=then_branch, else_branch=else_branch)]
+    inputs = [("x", F, None)]
+    if with_state:
+        inputs += [("h0", F, [1, None, HIDDEN]), ("c0", F, [1, None, HIDDEN])]
+    return make_model(nodes, inputs, ["y"], {**_weights(rng), "two": np.int64(2)}, opset=13)
+
+
+def _rank_is(rank: int, x: str, out: str) -> list[Any]:
+    """cond = (rank(x) == rank), as torch exports `if x.dim() == 2` (the silero-vad form)."""
+    assert rank == 2
+    return [oh.make_node("Shape", [x], [f"{out}_shape"]), oh.make_node("Size", [f"{out}_shape"], [f"{out}_rank"]),
+            oh.make_node("Equal", [f"{out}_rank", "two"], [out])]
+
+
+def _run_mnnpy(path: Path, feeds: dict[str, np.ndarray]) -> np.ndarray:
+    import mnnpy as MNN  # noqa: N812 - as MNN scripts do
+
+    interp = MNN.Interpreter(str(path))
+    session = interp.createSession({"backend": "CPU", "numThread": 1})
+    for name, x in feeds.items():
+        interp.resizeTensor(interp.getSessionInput(session, name), x.shape)
+    interp.resizeSession(session)
+    for name, x in feeds.items():
+        interp.getSessionInput(session, name).copyFrom(x)
+    interp.runSession(session)
+    return np.array(interp.getSessionOutput(session, "y").getNumpyData(), np.float32)
+
+
+@pytest.mark.parametrize("with_state", [False, True], ids=["zero-state", "given-state"])
+def test_if_lstm_outer_value_without_shape(with_state: bool, tmp_path: Path) -> None:
+    from mnnpy.converter import convert
+    from mnnpy.schema import mnn_generated as fb
+
+    rng = np.random.default_rng(7)
+    model = _model(rng, with_state)
+    src, dst = tmp_path / "if_lstm.onnx", tmp_path / "if_lstm.mnn"
+    onnx.save(model, str(src))
+    net, _ = convert(src, dst)
+    assert [op.type for op in net.oplists].count(fb.OpType.If) == 1
+    assert {sg.name for sg in net.subgraphs} == {"y/then", "y/else"}
+    for x_shape in ((1, FEATURES), (3, FEATURES), (FEATURES,)):  # rank 2: the LSTM branch; rank 1: the other
+        batch = x_shape[0] if len(x_shape) == 2 else 1
+        feeds = {"x": rng.uniform(-1, 1, x_shape).astype(np.float32)}
+        if with_state:
+            feeds["h0"] = rng.uniform(-1, 1, (1, batch, HIDDEN)).astype(np.float32)
+            feeds["c0"] = rng.uniform(-1, 1, (1, batch, HIDDEN)).astype(np.float32)
+        (ref,) = run_ort(model, feeds)
+        got = _run_mnnpy(dst, feeds)
+        assert got.shape == ref.shape, f"x {x_shape}: shape {got.shape} != {ref.shape}"
+        assert rel_diff(got, ref) <= 1e-4, f"x {x_shape}: rel diff {rel_diff(got, ref):.3g}"
+
+
+def test_nested_if_reads_enclosing_branch_tensors(tmp_path: Path) -> None:
+    """An If inside a branch reads a tensor made in the enclosing branch (its renamed name must be used)."""
+    from mnnpy.converter import convert
+
+    inner_then = oh.make_graph([oh.make_node("Unsqueeze", ["t", "axis0"], ["u"])], "inner_then", [],
+                               [oh.make_tensor_value_info("u", F, None)])
+    inner_else = oh.make_graph([oh.make_node("Identity", ["t"], ["v"])], "inner_else", [],
+                               [oh.make_tensor_value_info("v", F, None)])
+    outer_then = oh.make_graph([oh.make_node("Tanh", ["x"], ["t"]),
+                                oh.make_node("If", ["c2"], ["w"], then_branch=inner_then, else_branch=inner_else)],
+                               "outer_then", [], [oh.make_tensor_value_info("w", F, None)])
+    outer_else = oh.make_graph([oh.make_node("Neg", ["x"], ["n"])], "outer_else", [],
+                               [oh.make_tensor_value_info("n", F, None)])
+    nodes = [*_rank_is(2, "x", "c1"), oh.make_node("Shape", ["x"], ["shape"]),
+             oh.make_node("Gather", ["shape", "zero"], ["rows"]), oh.make_node("Equal", ["rows", "one"], ["c2"]),
+             oh.make_node("If", ["c1"], ["y"], then_branch=outer_then, else_branch=outer_else)]
+    model = make_model(nodes, [("x", F, None)], ["y"], {"two": np.int64(2), "one": np.int64(1), "zero": np.int64(0),
+                                                         "axis0": np.array([0], np.int64)}, opset=13)
+    src, dst = tmp_path / "nested.onnx", tmp_path / "nested.mnn"
+    onnx.save(model, str(src))
+    convert(src, dst)
+    rng = np.random.default_rng(3)
+    for x_shape in ((1, 3), (2, 3), (4,)):  # then-then, then-else, else
+        feeds = {"x": rng.uniform(-1, 1, x_shape).astype(np.float32)}
+        (ref,) = run_ort(model, feeds)
+        got = _run_mnnpy(dst, feeds)
+        assert got.shape == ref.shape and rel_diff(got, ref) <= 1e-4, x_shape
