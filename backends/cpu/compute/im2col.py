@@ -19,7 +19,7 @@ from numpy.lib.stride_tricks import as_strided
 from mnnpy.core.strategy import ConvPlan
 
 from .blas import lane_count, run_lanes, split
-from .common import COUNTERS, Conv2DKernel, Conv2DParams, ceil4, copy_pixels, nhwc_view, output_tiles
+from .common import COUNTERS, PACK, Conv2DKernel, Conv2DParams, ceil4, copy_pixels, nhwc_view, output_tiles
 
 TILE_BYTES = 4 << 20
 
@@ -61,27 +61,37 @@ class Im2ColKernel(Conv2DKernel):
                 src = windows[:, n0:n1, r0:r1]
                 dst = cols[: g * m * k_len].reshape(src.shape)
                 y_rows = self.y[n0:n1, r0:r1].reshape(m, ocp)
+                y_tile = self.y[n0:n1, r0:r1]
+                tile = (n0, n1, r0, r1, y_tile, y_tile.reshape(n1 - n0, r1 - r0, ow, ocp // PACK, PACK))
                 if grouped is None:
-                    steps.append((dst, src, dst.reshape(m, k_len), y_rows, None))
+                    steps.append((dst, src, dst.reshape(m, k_len), y_rows, None, tile))
                 else:
                     scatter = y_rows[:, :oc].reshape(m, g, ocg).transpose(1, 0, 2)
-                    steps.append((dst, src, dst.reshape(g, m, k_len), grouped[:, :m], scatter))
+                    steps.append((dst, src, dst.reshape(g, m, k_len), grouped[:, :m], scatter, tile))
             self.lanes.append(steps)
         self.steps = [step for lane in self.lanes for step in lane]
+        self.in_bands = [(r, min(r + -(-h // len(self.lanes)), h)) for r in range(0, h, -(-h // len(self.lanes)))]
         packed = np.zeros((g, kh, kw, kc, on), dtype=np.float32)
         packed[:, :, :, :icg, :ocg] = weight.reshape(g, ocg, icg, kh, kw).transpose(0, 3, 4, 2, 1)
         self.weight = packed.reshape(g, k_len, on)[0] if g == 1 else packed.reshape(g, k_len, on)
         COUNTERS["weight_transforms"] += 1
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
-        """Convolve NC4HW4 ``x`` into NC4HW4 ``out`` (tiles spread over ``numThread`` lanes)."""
-        copy_pixels(self.interior, x, (0, 2, 3, 1))
-        run_lanes([partial(self._run_steps, lane) for lane in self.lanes], self.plan.threads)
-        self._store_nhwc(self.y, out)
+        """Convolve NC4HW4 ``x`` into NC4HW4 ``out`` (tiles spread over ``numThread`` lanes, input copy too)."""
+        if len(self.lanes) == 1:
+            copy_pixels(self.interior, x, (0, 2, 3, 1))
+            self._run_steps(self.steps, out)
+            return
+        run_lanes([partial(copy_pixels, self.interior[:, r0:r1], x[:, :, r0:r1], (0, 2, 3, 1))
+                   for r0, r1 in self.in_bands], self.plan.threads)
+        run_lanes([partial(self._run_steps, lane, out) for lane in self.lanes], self.plan.threads)
 
-    def _run_steps(self, steps: list[tuple[Any, ...]]) -> None:
-        for cols, windows, cols_mat, y_rows, scatter in steps:
+    def _run_steps(self, steps: list[tuple[Any, ...]], out: np.ndarray) -> None:
+        for cols, windows, cols_mat, y_rows, scatter, (n0, n1, r0, r1, y_tile, y_pixels) in steps:
             np.copyto(cols, windows)
             np.matmul(cols_mat, self.weight, out=y_rows)
             if scatter is not None:
                 np.copyto(scatter, y_rows)
+            y_tile += self.bias_row
+            self._activate(y_tile)
+            copy_pixels(out[n0:n1, :, r0:r1], y_pixels, (0, 3, 1, 2))
