@@ -108,7 +108,7 @@ def blas_threads(n: int | None) -> Iterator[None]:
 
 
 _POOLS: dict[int, ThreadPoolExecutor] = {}
-LANE_MIN_FLOPS = 4e6  # below this per lane, handing work to another thread (~10-30 us) costs more than it saves
+LANE_MIN_FLOPS = 5e7  # per lane: waking a sleeping lane thread (and its vCPU) costs ~0.1 ms; give it >= ~0.5 ms
 
 
 def lane_count(threads: int, flops: float) -> int:

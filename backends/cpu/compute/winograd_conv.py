@@ -107,9 +107,6 @@ class WinogradKernel(Conv2DKernel):
             scratch["m"][:] = 0.0  # padded output channels of a grouped GEMM stay zero
             self.lanes.append([self._block(scratch, windows, blk, dims, self.bias_position) for blk in lane])
         self.blocks = [b for lane in self.lanes for b in lane]
-        parts = max(len(self.lanes), len(self.positions or ()))
-        step = -(-h // parts)
-        self.in_bands = [(r, min(r + step, h)) for r in range(0, h, step)]  # the input copy is split too
         COUNTERS["weight_transforms"] += 1
 
     @staticmethod
@@ -144,11 +141,7 @@ class WinogradKernel(Conv2DKernel):
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out`` (blocks, or the GEMM positions, spread over lanes)."""
-        if len(self.in_bands) == 1:
-            copy_pixels(self.interior, x, (0, 2, 3, 1))
-        else:
-            run_lanes([partial(copy_pixels, self.interior[:, r0:r1], x[:, :, r0:r1], (0, 2, 3, 1))
-                       for r0, r1 in self.in_bands], self.plan.threads)
+        copy_pixels(self.interior, x, (0, 2, 3, 1))  # one hand-off per run: waking a lane costs ~0.1 ms on a VM
         if self.positions is None:
             run_lanes([partial(self._run_blocks, lane, out) for lane in self.lanes], self.plan.threads)
             return
