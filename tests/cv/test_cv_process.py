@@ -94,8 +94,6 @@ CASES = [
      [1, 3, 6, 7], (17 / 7, 0, 0, 0, 13 / 6, 0, 0, 0, 1), None),
     ({"sourceFormat": CV_ImageFormat_BGR, "destFormat": CV_ImageFormat_BGR, "filterType": CV_Filter_NEAREST},
      [1, 3, 6, 7], (17 / 7, 0, 0, 0, 13 / 6, 0, 0, 0, 1), None),
-    ({"sourceFormat": CV_ImageFormat_BGR, "destFormat": CV_ImageFormat_RGB, "filterType": CV_Filter_BILINEAL},
-     [1, 3, 20, 23], (0.6, 0.1, 0.5, -0.1, 0.55, 0.7, 0, 0, 1), None),
     ({"sourceFormat": CV_ImageFormat_BGR, "destFormat": CV_ImageFormat_BGR, "filterType": CV_Filter_NEAREST,
       "wrap": CV_Wrap_ZERO}, [1, 3, 13, 17], (1, 0, -2.5, 0, 1, -1.5, 0, 0, 1), 7.0),
     ({"sourceFormat": CV_ImageFormat_BGR, "destFormat": CV_ImageFormat_BGR, "filterType": CV_Filter_BILINEAL,
@@ -103,8 +101,10 @@ CASES = [
     ({"sourceFormat": CV_ImageFormat_BGR, "destFormat": CV_ImageFormat_BGR, "filterType": CV_Filter_BILINEAL,
       "wrap": CV_Wrap_CLAMP_TO_EDGE}, [1, 3, 13, 17], (1, 0, -2.3, 0, 1, 1.7, 0, 0, 1), None),
     ({"sourceFormat": CV_ImageFormat_BGR, "destFormat": CV_ImageFormat_GRAY}, [1, 1, 13, 17], None, None),
-    ({"sourceFormat": CV_ImageFormat_BGR, "destFormat": CV_ImageFormat_RGBA}, [1, 4, 13, 17], None, None),
 ]
+# Not compared with the official wheel: its convert() raises "data length does not match tensor size" when the
+# destination is larger than the source (20x23 from 13x17 under an affine matrix) and for an RGBA destination;
+# RGBA is checked against numpy below, affine bilinear sampling by the cases above.
 
 
 @pytest.mark.parametrize("case", range(len(CASES)))
@@ -117,11 +117,18 @@ def test_image_process_matches_official(case: int, nhwc: bool) -> None:
     if nhwc:
         shape = [shape[0], shape[2], shape[3], shape[1]]
     ours = _ours(cfg, shape, dim_ours, matrix, padding, IMG)
-    try:
-        ref = _official(mnn, cfg, shape, dim_ref, matrix, padding, IMG)
-    except Exception as exc:
-        pytest.skip(f"official CVImageProcess does not run this case: {exc}")
+    ref = _official(mnn, cfg, shape, dim_ref, matrix, padding, IMG)
     np.testing.assert_allclose(ours, ref, atol=1.0 * max(cfg.get("normal", (1,))) + 1e-4)
+
+
+@pytest.mark.parametrize("nhwc", [False, True])
+def test_bgr_to_rgba_destination(nhwc: bool) -> None:
+    """BGR source, RGBA destination: channels reversed, alpha 255 (numpy reference)."""
+    want = np.concatenate([IMG[..., ::-1], np.full((*IMG.shape[:2], 1), 255)], axis=-1).astype(np.float32)
+    shape = [1, 13, 17, 4] if nhwc else [1, 4, 13, 17]
+    dim = Tensor_DimensionType_Tensorflow if nhwc else Tensor_DimensionType_Caffe
+    got = _ours({"sourceFormat": CV_ImageFormat_BGR, "destFormat": CV_ImageFormat_RGBA}, shape, dim, None, None, IMG)
+    np.testing.assert_array_equal(got[0] if nhwc else got[0].transpose(1, 2, 0), want)
 
 
 def test_create_image_tensor() -> None:
