@@ -102,9 +102,9 @@ CASES = [
       "wrap": CV_Wrap_CLAMP_TO_EDGE}, [1, 3, 13, 17], (1, 0, -2.3, 0, 1, 1.7, 0, 0, 1), None),
     ({"sourceFormat": CV_ImageFormat_BGR, "destFormat": CV_ImageFormat_GRAY}, [1, 1, 13, 17], None, None),
 ]
-# Not compared with the official wheel: its convert() raises "data length does not match tensor size" when the
-# destination is larger than the source (20x23 from 13x17 under an affine matrix) and for an RGBA destination;
-# RGBA is checked against numpy below, affine bilinear sampling by the cases above.
+# Not compared with the official wheel: its convert() raises "data length does not match tensor size" for a 20x23
+# BGR->RGB destination under an affine matrix and for an RGBA destination (cause not investigated); RGBA is checked
+# against numpy below, affine bilinear sampling by the cases above.
 
 
 @pytest.mark.parametrize("case", range(len(CASES)))
