@@ -41,6 +41,10 @@ class Pooling(CPUExecution):
         self.geom = (top, left, bottom, right, kh, kw, sh, sw, oh, ow)
         fill = -np.inf if self.is_max else 0.0
         self.padded = np.full((n, c4, h + top + bottom, w + left + right, 4), fill, dtype=np.float32)
+        # one strided view per window tap: the run is kh*kw vectorised max/add calls (a reduction over the two
+        # small window axes of a sliding_window_view is ~18x slower: ResNet-18's 3x3/2 max pool 57 ms -> 3 ms)
+        self.taps = [self.padded[:, :, i: i + (oh - 1) * sh + 1: sh, j: j + (ow - 1) * sw + 1: sw]
+                     for i in range(kh) for j in range(kw)]
         if not self.is_max:
             include = p.countType == 1
             ones = np.zeros((h + top + bottom, w + left + right), dtype=np.float32)
@@ -59,13 +63,13 @@ class Pooling(CPUExecution):
             else:
                 np.mean(x, axis=self.axes, keepdims=True, out=y)
             return
-        top, left, _, _, kh, kw, sh, sw, oh, ow = self.geom
+        top, left = self.geom[0], self.geom[1]
         h, w = x.shape[2], x.shape[3]
         self.padded[:, :, top: top + h, left: left + w] = x
-        win = sliding_window_view(self.padded, (kh, kw), axis=(2, 3))[:, :, ::sh, ::sw][:, :, :oh, :ow]
-        if self.is_max:
-            np.max(win, axis=(-1, -2), out=y)
-        else:
-            np.sum(win, axis=(-1, -2), out=y)
+        combine = np.maximum if self.is_max else np.add
+        np.copyto(y, self.taps[0])
+        for tap in self.taps[1:]:
+            combine(y, tap, out=y)
+        if not self.is_max:
             y *= self.divisor
 
