@@ -57,6 +57,10 @@ class Interpreter:
 
     def __init__(self, model: str | bytes) -> None:
         self.net = load_net(model)
+        from mnnpy.quant.lower import is_quantized, lower_int8
+
+        if is_quantized(self.net):  # feature scales in the file: int8 islands, as MNN's runtime decides from quantInfo
+            self.net = lower_int8(self.net)
         self.path = model if isinstance(model, str) else "<bytes>"
         self.sessions: list[Session] = []
         self.cache_file: str | None = None

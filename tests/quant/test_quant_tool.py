@@ -259,3 +259,11 @@ def test_each_int8_op_within_one_step_of_official(quantized: tuple[Path, object]
         assert diff.max() <= 1 and diff.mean() < 1e-3, (op.name, diff.max(), diff.mean())
         checked += 1
     assert checked == 8
+
+
+def test_interpreter_runs_quantised_files_in_int8(quantized: tuple[Path, object], held_out: np.ndarray) -> None:
+    interp = mnnpy.Interpreter(str(quantized[0]))
+    session = interp.createSession({})
+    algos = {c.info.get("algorithm") for c in session.commands if c.info}
+    assert {"int8-indirect", "int8-dw3x3", "int8-add"} <= algos
+    np.testing.assert_array_equal(_run(quantized[0], held_out[:2]), _run(quantized[0], held_out[:2], int8=False))
