@@ -23,11 +23,35 @@ def region_indices(view_offset: int, stride: Sequence[int], size: Sequence[int])
     return (view_offset + z * stride[0] + y * stride[1] + x * stride[2]).ravel()
 
 
+def dense_span(region: Region) -> tuple[int, int] | None:
+    """`(start, end)` when the region's destination is one contiguous block (its non-trivial dims, ordered by
+    stride, nest densely: strides 1, n0, n0*n1), else None."""
+    dims = sorted((st, n) for st, n in zip(region.dst.stride, region.size, strict=True) if n > 1)
+    expect = 1
+    for stride, n in dims:
+        if stride != expect:
+            return None
+        expect *= n
+    return region.dst.offset, region.dst.offset + expect
+
+
 def is_full(regions: Sequence[Region], size: int) -> bool:
-    """Whether the regions write every element of a tensor of `size` elements (else it is zero-filled first)."""
+    """Whether the regions write every element of a tensor of `size` elements (else it is zero-filled first).
+
+    Dense destination blocks (copies, transposes, concatenations, slices of the outer axis) are checked as
+    intervals in O(regions); only other shapes mark element indices.
+    """
     total = sum(r.count for r in regions)
     if total < size:
         return False
+    spans = [dense_span(r) for r in regions]
+    if all(span is not None for span in spans):
+        end = 0
+        for lo, hi in sorted(s for s in spans if s is not None):
+            if lo > end:
+                return False
+            end = max(end, hi)
+        return end >= size
     hit = np.zeros(size, dtype=bool)
     for r in regions:
         hit[region_indices(r.dst.offset, r.dst.stride, r.size)] = True
