@@ -13,7 +13,7 @@ from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema import net_to_bytes, save_net
 
 from .graph import ConvertError, Graph
-from .passes import run_pipeline
+from .passes import OPT_IN, run_pipeline
 from .writer import graph_to_net
 
 FRAMEWORKS = ("ONNX", "TF", "CAFFE")
@@ -84,15 +84,17 @@ def to_fp16(net: fb.NetT) -> int:
 
 def convert(model_file: str | Path, mnn_model: str | Path | None, framework: str = "ONNX", biz_code: str = "MNN",
             fp16: bool = False, json_file: str | Path | None = None, weight_quant_bits: int = 0,
-            prototxt: str | Path | None = None) -> tuple[fb.NetT, ConvertReport]:
+            prototxt: str | Path | None = None, transformer_fuse: bool = False) -> tuple[fb.NetT, ConvertReport]:
     """Convert `model_file` to MNN. Writes `mnn_model` (atomically) only when everything succeeded.
 
     Mirrors MNNConvert (`tools/converter/source/MNNConverter.cpp`): frontend, optimizer passes, writer.
+    `transformer_fuse` (MNNConvert's --transformerFuse) also runs the OPT_IN passes: every attention subgraph becomes
+    an Attention op (batch > 1 and per-head masks included: such files run in mnnpy only) and GroupNorm is fused.
     """
     start = time.perf_counter()
     graph, ops_in = load_graph(framework, model_file, prototxt)
     report = ConvertReport(ops_in=ops_in)
-    report.passes = run_pipeline(graph)
+    report.passes = run_pipeline(graph, enable=OPT_IN if transformer_fuse else None)
     source = {"ONNX": fb.NetSource.ONNX, "TF": fb.NetSource.TENSORFLOW, "CAFFE": fb.NetSource.CAFFE}
     net = graph_to_net(graph, biz_code, source.get(framework.upper(), fb.NetSource.ONNX))
     if weight_quant_bits:

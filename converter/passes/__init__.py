@@ -1,6 +1,8 @@
 """Graph passes, run in the order of `PIPELINE` (never from inside each other).
 
-Each pass is a module with `NAME` and `apply(graph) -> int` (the number of rewrites it made).
+Each pass is a module with `NAME` and `apply(graph) -> int` (the number of rewrites it made). Passes named in
+`OPT_IN` run only when asked for (`run_pipeline(..., enable=...)`, `mnnpy convert --transformerFuse`): their files
+need kernels official MNN's CPU lacks (GroupNorm) or Attention forms it computes wrongly (batch > 1, per-head masks).
 """
 
 from __future__ import annotations
@@ -11,16 +13,22 @@ from ..graph import Graph
 from . import (
     dedupe,
     fold_constants,
+    fuse_attention,
     fuse_binary_into_conv,
     fuse_gelu,
+    fuse_gelu_tanh,
+    fuse_group_norm,
     fuse_layer_norm,
     fuse_relu_into_binary,
     fuse_relu_into_conv,
+    fuse_rms_norm,
     fuse_scale_into_conv,
+    hoist_transpose_above_split,
     layout,
     matmul_to_conv,
     remove_dead,
     remove_identity,
+    split_before_transpose,
     transpose,
 )
 
@@ -31,8 +39,16 @@ PIPELINE: list[tuple[str, Pass]] = [
     (fold_constants.NAME, fold_constants.apply),
     (dedupe.NAME, dedupe.apply),
     (fuse_gelu.NAME, fuse_gelu.apply),
+    (fuse_gelu_tanh.NAME, fuse_gelu_tanh.apply),
     (fuse_layer_norm.NAME, fuse_layer_norm.apply),
+    (fuse_rms_norm.NAME, fuse_rms_norm.apply),
+    (fuse_group_norm.NAME, fuse_group_norm.apply),
     (remove_dead.NAME, remove_dead.apply),
+    (split_before_transpose.NAME, split_before_transpose.apply),
+    (transpose.NAME, transpose.apply),
+    (fuse_attention.NAME, fuse_attention.apply),
+    (fuse_attention.EXTENDED_NAME, fuse_attention.apply_extended),
+    (hoist_transpose_above_split.NAME, hoist_transpose_above_split.apply),
     (transpose.NAME, transpose.apply),
     (fuse_scale_into_conv.NAME, fuse_scale_into_conv.apply),
     (fuse_binary_into_conv.NAME, fuse_binary_into_conv.apply),
@@ -45,11 +61,16 @@ PIPELINE: list[tuple[str, Pass]] = [
 ]
 
 
-def run_pipeline(graph: Graph, skip: set[str] | None = None) -> dict[str, int]:
-    """Run every pass of PIPELINE in order (except those named in `skip`); returns rewrites per pass name."""
+OPT_IN: frozenset[str] = frozenset({fuse_group_norm.NAME, fuse_attention.EXTENDED_NAME})
+
+
+def run_pipeline(graph: Graph, skip: set[str] | None = None, enable: set[str] | frozenset[str] | None = None
+                 ) -> dict[str, int]:
+    """Run the passes of PIPELINE in order, except those named in `skip` and the OPT_IN ones not named in `enable`;
+    returns rewrites per pass name."""
     counts: dict[str, int] = {}
     for name, fn in PIPELINE:
-        if skip and name in skip:
+        if (skip and name in skip) or (name in OPT_IN and not (enable and name in enable)):
             continue
         counts[name] = counts.get(name, 0) + fn(graph)
     return counts

@@ -22,6 +22,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="store convolution weights as N-bit (2..8) per-channel quantized codes (IDSTQuan)")
     p.add_argument("--keepInputFormat", action="store_true",
                    help="keep inputs in their source layout (always the case: inputs stay NCHW)")
+    p.add_argument("--transformerFuse", action="store_true",
+                   help="also fuse attention that official MNN's Attention op cannot run (batch > 1, per-head masks: "
+                   "the file then runs in mnnpy only) and GroupNorm (no official MNN CPU kernel)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary")
 
 
@@ -36,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         print("mnnpy convert: error: give --MNNModel and/or --JsonFile", file=sys.stderr)
         return 2
     _, report = convert(args.modelFile, args.MNNModel, args.framework, args.bizCode, args.fp16, args.JsonFile,
-                        args.weightQuantBits, args.prototxt)
+                        args.weightQuantBits, args.prototxt, transformer_fuse=args.transformerFuse)
     if not args.quiet:
         target = args.MNNModel or args.JsonFile
         print(f"Converted {args.modelFile} -> {target}: {report.summary()}")

@@ -63,6 +63,7 @@ class Execution(ABC):
     """
 
     algorithm: str = ""
+    scratch_ref: TensorRef | None = None  # the planned chunk for `scratch_bytes()`, bound before on_resize
 
     def __init__(self, backend: Backend, op: Any, inputs: Sequence[TensorRef], outputs: Sequence[TensorRef]) -> None:
         self.backend = backend
@@ -72,6 +73,11 @@ class Execution(ABC):
 
     def on_resize(self) -> None:  # noqa: B027 - optional hook
         """Per-shape preparation (weight packing, index tables, views). Arrays are bound when it is called."""
+
+    def scratch_bytes(self) -> int:
+        """Work memory (bytes) this command needs while it runs; the memory plan gives it an arena chunk that later
+        commands reuse (`scratch_ref`). 0: none (MNN: an execution's onResize acquiring and releasing a buffer)."""
+        return 0
 
     @abstractmethod
     def on_execute(self) -> None:

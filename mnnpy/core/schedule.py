@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from mnnpy.core.backend import Backend, Execution, StorageType, TensorRef
 from mnnpy.core.geometry._regions import full_copy
-from mnnpy.core.ir import NC4HW4, Command
+from mnnpy.core.ir import NC4HW4, Command, TensorDesc
 from mnnpy.core.layout import pack_value
 from mnnpy.core.pipeline import RASTER, Graph, RasterSpec, UnsupportedOp, op_type_name
 from mnnpy.schema import mnn_generated as fb
@@ -143,6 +145,18 @@ class Scheduler:
             self.commands += [*before, cmd]
         return self.commands
 
+    @staticmethod
+    def _scratch(cmd: Command, k: int) -> TensorRef | None:
+        """Plan the command's scratch (live only while it runs: released right after its inputs)."""
+        execution = cmd.execution
+        need = execution.scratch_bytes() if execution is not None else 0
+        if not need:
+            return None
+        ref = TensorRef(-1 - k, TensorDesc((int(need),), np.dtype(np.uint8)), f"{cmd.name}:scratch")
+        execution.backend.on_acquire(ref, StorageType.DYNAMIC)
+        execution.scratch_ref = ref
+        return ref
+
     def plan(self, inputs: Sequence[int], keep: set[int]) -> None:
         """Reference-count lifetimes over command order, acquire/release in the backends, bind, on_resize."""
         backends = [self.main] if self.main is self.backup else [self.main, self.backup]
@@ -156,17 +170,20 @@ class Scheduler:
         for i in inputs:
             if not self.ref(i).const:  # inputs whose values shapes depend on are folded constants
                 self.main.on_acquire(self.refs[i], StorageType.DYNAMIC_SEPARATE)
-        for cmd in self.commands:
+        for k, cmd in enumerate(self.commands):
             for o in cmd.outputs:
                 r = self.refs[o]
                 if not r.const:
                     kind = StorageType.DYNAMIC_SEPARATE if o in pinned else StorageType.DYNAMIC
                     self.owner[o].on_acquire(r, kind)
+            scratch = self._scratch(cmd, k)
             for i in cmd.inputs:
                 uses[i] -= 1
                 r = self.refs[i]
                 if uses[i] == 0 and not r.const and i not in pinned:
                     self.owner[i].on_release(r, StorageType.DYNAMIC)
+            if scratch is not None:
+                cmd.execution.backend.on_release(scratch, StorageType.DYNAMIC)
         for b in backends:
             b.on_resize_end()
         for cmd in self.commands:

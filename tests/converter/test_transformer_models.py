@@ -14,17 +14,14 @@ import pytest
 from mnnpy.converter.frontends.onnx import load_onnx
 from mnnpy.converter.graph import Graph
 from mnnpy.converter.passes import (
-    PIPELINE,
-    fold_constants,
+    OPT_IN,
     fuse_attention,
     fuse_gelu_tanh,
     fuse_group_norm,
     fuse_rms_norm,
     hoist_transpose_above_split,
-    remove_dead,
     run_pipeline,
     split_before_transpose,
-    transpose,
 )
 from mnnpy.converter.writer import graph_to_net
 from mnnpy.schema import mnn_generated as fb
@@ -39,28 +36,17 @@ onnx = pytest.importorskip("onnx")
 
 OP = fb.OpType
 MOVES = (OP.Permute, OP.Transpose, OP.Raster)
-NEW = {fuse_attention.NAME, fuse_gelu_tanh.NAME, fuse_group_norm.NAME, fuse_rms_norm.NAME,
-       split_before_transpose.NAME, hoist_transpose_above_split.NAME, f"{fuse_attention.NAME}-extended"}
+NEW = {fuse_attention.NAME, fuse_attention.EXTENDED_NAME, fuse_gelu_tanh.NAME, fuse_group_norm.NAME,
+       fuse_rms_norm.NAME, split_before_transpose.NAME, hoist_transpose_above_split.NAME}
 
 
 def optimise(graph: Graph, fused: bool, extended: bool = False) -> Graph:
-    """The converter's pipeline, without (`fused=False`) or with the transformer passes."""
-    names = {name for name, _ in PIPELINE}
+    """The converter's pipeline without the transformer passes (`fused=False`), with its default ones, or with the
+    opt-in ones too (`extended`: what `mnnpy convert --transformerFuse` runs)."""
     if not fused:
         run_pipeline(graph, skip=NEW)
-        return graph
-    if fuse_attention.NAME not in names or extended:  # not (yet) in PIPELINE, or the opt-in forms: run them first
-        fold_constants.apply(graph)
-        fuse_gelu_tanh.apply(graph)
-        fuse_rms_norm.apply(graph)
-        fuse_group_norm.apply(graph)
-        split_before_transpose.apply(graph)
-        transpose.apply(graph)
-        (fuse_attention.apply_extended if extended else fuse_attention.apply)(graph)
-        hoist_transpose_above_split.apply(graph)
-        transpose.apply(graph)
-        remove_dead.apply(graph)
-    run_pipeline(graph)
+    else:
+        run_pipeline(graph, enable=OPT_IN if extended else None)
     return graph
 
 
@@ -200,3 +186,20 @@ def test_swin_blocks_compatible_mode_costs_no_transposes(tmp_path: Path) -> None
     before, after, graph = _check(model, feeds, tmp_path)
     assert OP.Attention not in [n.op_type for n in graph.nodes]
     assert after <= before
+
+
+def test_convert_cli_transformer_fuse_flag(tmp_path: Path) -> None:
+    """`mnnpy convert` fuses Swin's window attention only with --transformerFuse (the file is then mnnpy-only)."""
+    from mnnpy.schema.io import load_net
+
+    from mnnpy.cli.main import main
+
+    model, _ = swin_blocks()
+    src = tmp_path / "swin.onnx"
+    onnx.save(model, str(src))
+    counts = {}
+    for flag in ([], ["--transformerFuse"]):
+        dst = tmp_path / f"swin{len(flag)}.mnn"
+        assert main(["convert", "-f", "ONNX", "--modelFile", str(src), "--MNNModel", str(dst), "-q", *flag]) == 0
+        counts[bool(flag)] = sum(op.type == OP.Attention for op in load_net(dst).oplists)
+    assert counts == {False: 0, True: 2}

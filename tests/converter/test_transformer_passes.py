@@ -5,12 +5,15 @@ from __future__ import annotations
 import numpy as np
 from mnnpy.converter.graph import Graph, InputSpec, Node
 from mnnpy.converter.passes import (
+    OPT_IN,
+    PIPELINE,
     fuse_attention,
     fuse_gelu_tanh,
     fuse_group_norm,
     fuse_rms_norm,
     hoist_transpose_above_split,
     remove_dead,
+    run_pipeline,
     split_before_transpose,
     transpose,
 )
@@ -322,3 +325,18 @@ def test_hoist_merges_split_transposes_that_attention_did_not_absorb() -> None:
     assert list(hoisted.param.dims) == [2, 0, 3, 1, 4]
     matmul = graph.producers()[scores]
     assert matmul.param.transposeB  # K's remaining swap became the MatMul flag again
+
+
+def test_pipeline_order_and_opt_in_passes() -> None:
+    names = [name for name, _ in PIPELINE]
+    order = ["fuse-gelu", "fuse-gelu-tanh", "fuse-layer-norm", "fuse-rms-norm", "fuse-group-norm", "remove-dead",
+             "split-before-transpose", "transpose-cancellation", "fuse-attention", "fuse-attention-extended",
+             "hoist-transpose-above-split", "matmul-to-conv"]
+    assert [names.index(n) for n in order] == sorted(names.index(n) for n in order)
+    assert {"fuse-group-norm", "fuse-attention-extended"} == OPT_IN
+    graph = _attention_graph(batch=2)
+    counts = run_pipeline(graph)
+    assert "fuse-attention-extended" not in counts and counts["fuse-attention"] == 0
+    graph = _attention_graph(batch=2)
+    counts = run_pipeline(graph, enable=OPT_IN)
+    assert counts["fuse-attention-extended"] == 1 and OP.Attention in _ops(graph)

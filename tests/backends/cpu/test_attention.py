@@ -118,3 +118,12 @@ def test_attention_memory_plan_grows_linearly(tmp_path: Path) -> None:
                for seq in (128, 512)}
     assert unfused[512] / unfused[128] > 10  # the unfused graph materialises [H, S, S] scores and probabilities
     assert totals[512] < unfused[512] / 4
+
+
+def test_attention_scratch_is_planned_in_the_arena(tmp_path: Path) -> None:
+    session = mnnpy.Interpreter(str(_attention_model(tmp_path / "a.mnn", 256))).createSession({})
+    info = session.info()
+    att = next(c for c in info["commands"] if c["type"] == "Attention")
+    plan = blocked.plan((1, 256, 4, 16), (1, 256, 4, 16), (1, 256, 4, 16))
+    assert att["scratch"] == "arena" and att["scratch_bytes"] == 0
+    assert info["memory"]["arena_bytes"] >= plan.scratch_bytes
