@@ -33,7 +33,7 @@ def _int8_conv(op: Any) -> bool:
 
 def _codes(main: Any, oc: int, size: int) -> tuple[np.ndarray, np.ndarray]:
     """int8 codes and per-channel weight scales of a symmetric IDSTQuan weight."""
-    from mnnpy.backends.cpu.compute.quant import dequantize_idst
+    from mnnpy.core.idst import dequantize_idst
 
     q = main.quanParameter
     if q.readType != 0:

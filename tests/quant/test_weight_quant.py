@@ -6,11 +6,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from mnnpy.backends.cpu.compute.quant import dequantize_idst
 from mnnpy.schema import load_net
 from mnnpy.schema import mnn_generated as fb
 
 import mnnpy
+from mnnpy.core.idst import dequantize_idst
 
 CONVS = (fb.OpType.Convolution, fb.OpType.ConvolutionDepthwise)
 # bits -> largest relative output error allowed (max |diff| / max |fp32|). On this random-weight CNN the official

@@ -10,8 +10,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
-
+from mnnpy.core.conv_geometry import conv_weights
 from mnnpy.core.strategy import ConvPlan, plan_conv2d
 
 from .common import COUNTERS, Conv2DKernel, Conv2DParams, conv2d_output_shape, conv2d_params
@@ -19,7 +18,6 @@ from .deconv import DeconvKernel
 from .depthwise import DepthwiseKernel
 from .gemm import Gemm1x1Kernel
 from .im2col import Im2ColKernel
-from .quant import dequantize_idst
 from .winograd_conv import WinogradKernel
 
 __all__ = ["COUNTERS", "Conv2DKernel", "Conv2DParams", "ConvPlan", "conv2d_output_shape", "conv2d_params",
@@ -29,29 +27,6 @@ _KERNELS: dict[str, Callable[..., Conv2DKernel]] = {
     "gemm1x1": Gemm1x1Kernel, "strassen": Gemm1x1Kernel, "winograd": WinogradKernel, "im2col": Im2ColKernel,
     "depthwise": DepthwiseKernel, "deconv": DeconvKernel,
 }
-
-
-def conv_weights(conv: Any, params: Conv2DParams) -> tuple[np.ndarray, np.ndarray]:
-    """Float32 weight (in the op's stored layout) and bias of a ``Convolution2DT``.
-
-    Weight-only quantised ops (``quanParameter``, no float ``weight``) are dequantised here, once.
-
-    Raises:
-        NotImplementedError: for sparse or legacy quantised encodings.
-        ValueError: when the weight size does not match the parameters.
-    """
-    (kh, kw), g = params.kernel, params.group
-    ic, oc = params.in_channels, params.out_channels
-    shape = (ic, oc // g, kh, kw) if params.transposed else (oc, ic // g, kh, kw)
-    weight = np.asarray(conv.weight if conv.weight is not None else [], dtype=np.float32)
-    if weight.size == 0 and getattr(conv, "quanParameter", None) is not None:
-        weight = dequantize_idst(conv.quanParameter, shape[0], int(np.prod(shape)))
-    if weight.size != int(np.prod(shape)):
-        raise ValueError(f"convolution weight has {weight.size} values, expected {shape}")
-    bias = np.zeros(oc, dtype=np.float32)
-    if conv.bias is not None and len(conv.bias):
-        bias[:] = np.asarray(conv.bias, dtype=np.float32).reshape(oc)
-    return weight.reshape(shape), bias
 
 
 def make_conv2d_kernel(conv: Any, op_type: int, in_shape_nchw: tuple, threads: int = 1, force: str | None = None,

@@ -20,11 +20,11 @@ from mnnpy.core.backend import TensorRef
 from mnnpy.core.ir import NC4HW4
 
 
-def _cpu_conv() -> Any:
-    """The CPU backend's pad/shape resolution and weight decoding (imported lazily: shared, not duplicated)."""
-    from mnnpy.backends.cpu.compute import conv
+def _conv_geometry() -> Any:
+    """The core's convolution geometry and weight decoding (shared by every backend)."""
+    from mnnpy.core import conv_geometry
 
-    return conv
+    return conv_geometry
 
 
 def pack_dense(weight: np.ndarray, group: int, in_channels: int) -> np.ndarray:
@@ -75,10 +75,10 @@ class VulkanConv2D(VulkanExecution):
         if x.fmt != NC4HW4 or y.fmt != NC4HW4 or len(x.shape) != 4:
             return False
         try:
-            cpu = _cpu_conv()
-            params = cpu.conv2d_params(op_param(op), int(op.type), x.shape)
-            cpu.conv_weights(op_param(op), params)
-            if cpu.conv2d_output_shape(params, x.shape) != y.shape:
+            geometry = _conv_geometry()
+            params = geometry.conv2d_params(op_param(op), int(op.type), x.shape)
+            geometry.conv_weights(op_param(op), params)
+            if geometry.conv2d_output_shape(params, x.shape) != y.shape:
                 return False
         except (ImportError, ValueError, NotImplementedError):
             return False
@@ -89,9 +89,9 @@ class VulkanConv2D(VulkanExecution):
     def encode(self) -> None:
         x, y = self.inputs[0], self.outputs[0]
         conv = op_param(self.op)
-        cpu = _cpu_conv()
-        params = cpu.conv2d_params(conv, int(self.op.type), x.desc.shape)
-        weight, bias = cpu.conv_weights(conv, params)
+        geometry = _conv_geometry()
+        params = geometry.conv2d_params(conv, int(self.op.type), x.desc.shape)
+        weight, bias = geometry.conv_weights(conv, params)
         lo, hi = (0.0, 6.0) if params.relu6 else (0.0, FLT_MAX) if params.relu else (-FLT_MAX, FLT_MAX)
         n, ic, h, w = x.desc.shape
         oc, oh, ow = y.desc.shape[1:]

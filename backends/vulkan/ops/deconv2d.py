@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 from mnnpy.backends.vulkan.ops._base import FLT_MAX, VulkanExecution, op_param, vulkan_kernel
-from mnnpy.backends.vulkan.ops.conv2d import _cpu_conv, pack_bias, pack_dense
+from mnnpy.backends.vulkan.ops.conv2d import _conv_geometry, pack_bias, pack_dense
 from mnnpy.schema import mnn_generated as fb
 
 from mnnpy.core.backend import TensorRef
@@ -40,18 +40,18 @@ class VulkanDeconv2D(VulkanExecution):
         if x.fmt != NC4HW4 or y.fmt != NC4HW4 or len(x.shape) != 4 or len(y.shape) != 4:
             return False
         try:
-            cpu = _cpu_conv()
-            params = cpu.conv2d_params(op_param(op), int(op.type), x.shape)
-            cpu.conv_weights(op_param(op), params)
+            geometry = _conv_geometry()
+            params = geometry.conv2d_params(op_param(op), int(op.type), x.shape)
+            geometry.conv_weights(op_param(op), params)
         except (ImportError, ValueError, NotImplementedError):
             return False
         return y.shape[:2] == (x.shape[0], params.out_channels)
 
     def encode(self) -> None:
         x, y = self.inputs[0], self.outputs[0]
-        cpu = _cpu_conv()
-        params = cpu.conv2d_params(op_param(self.op), int(self.op.type), x.desc.shape)
-        weight, bias = cpu.conv_weights(op_param(self.op), params)
+        geometry = _conv_geometry()
+        params = geometry.conv2d_params(op_param(self.op), int(self.op.type), x.desc.shape)
+        weight, bias = geometry.conv_weights(op_param(self.op), params)
         lo, hi = (0.0, 6.0) if params.relu6 else (0.0, FLT_MAX) if params.relu else (-FLT_MAX, FLT_MAX)
         n, ic, h, w = x.desc.shape
         oc, oh, ow = y.desc.shape[1:]

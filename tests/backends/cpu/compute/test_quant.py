@@ -7,8 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from mnnpy.backends.cpu.compute.conv import make_conv2d_kernel
-from mnnpy.backends.cpu.compute.quant import dequantize_idst
 from mnnpy.schema import mnn_generated as fb
+
+from mnnpy.core.idst import dequantize_idst
 
 from .helpers import make_conv
 
