@@ -35,6 +35,16 @@ def packed_dims(shape: tuple[int, ...]) -> tuple[int, ...]:
     return (n, (c + PACK - 1) // PACK, *rest, PACK)
 
 
+def broadcast_strides(shape: tuple[int, ...], rank: int = 4) -> tuple[int, ...]:
+    """Row-major element strides of `shape` read as broadcast to `rank` dims: 0 along size-1 (broadcast) axes."""
+    dims = (1,) * (rank - len(shape)) + tuple(int(n) for n in shape)
+    strides, step = [], 1
+    for n in reversed(dims):
+        strides.append(step if n > 1 else 0)
+        step *= n
+    return tuple(reversed(strides))
+
+
 @dataclass(frozen=True)
 class TensorDesc:
     """Shape, element type and dimension format of one tensor (MNN: `Tensor` + `InsideDescribe`)."""

@@ -12,7 +12,7 @@ import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
 from mnnpy.core.backend import TensorRef
-from mnnpy.core.ir import NC4HW4
+from mnnpy.core.ir import NC4HW4, broadcast_strides
 
 from ..backend import opencl_kernel
 from ..execution import CLExecution, int4
@@ -21,17 +21,6 @@ from ..tuning import round_up
 TQ = 16  # query rows per work-group (they share each key/value tile)
 TK = 16  # keys per tile
 MAXD = 128
-
-
-def mask_strides(shape: tuple[int, ...]) -> tuple[int, int, int, int]:
-    """Element strides of a mask broadcast to [B, H, Sq, Skv] (0 along broadcast axes)."""
-    dims = (1,) * (4 - len(shape)) + tuple(shape)
-    strides, step = [], 1
-    for n in reversed(dims):
-        strides.append(step if n > 1 else 0)
-        step *= n
-    b, h, q, k = reversed(strides)
-    return b, h, q, k
 
 
 @opencl_kernel(fb.OpType.Attention, formats=("NCHW",))
@@ -61,7 +50,7 @@ class AttentionExecution(CLExecution):
             ref = self.inputs[3]
             zero = ref.const and isinstance(ref.array, np.ndarray) and not np.any(ref.array)
             if not zero:
-                flags, mask, strides = 1, self.buf(ref), mask_strides(ref.desc.shape)
+                flags, mask, strides = 1, self.buf(ref), broadcast_strides(ref.desc.shape)
         args = [self.buf(q), self.buf(k), self.buf(v), mask, self.buf(self.outputs[0]), int4(b, sq, skv, h),
                 int4(hkv, d, dv, flags), int4(*strides), np.float32(1.0 / np.sqrt(d)), np.int32(bk > 1)]
         kernel = self.backend.runtime.kernel("attention", "attention", f"-DTK={TK} -DMAXD={MAXD}")

@@ -17,20 +17,9 @@ from mnnpy.backends.vulkan.ops._base import VulkanExecution, op_param, vulkan_ke
 from mnnpy.schema import mnn_generated as fb
 
 from mnnpy.core.backend import TensorRef
-from mnnpy.core.ir import NCHW
+from mnnpy.core.ir import NCHW, broadcast_strides
 
 MAXD = 128  # the shader's private query / accumulator arrays
-
-
-def mask_strides(shape: tuple[int, ...]) -> tuple[int, int, int, int]:
-    """Element strides of a mask broadcast to [B, H, Sq, Skv] (0 along broadcast axes)."""
-    dims = (1,) * (4 - len(shape)) + tuple(shape)
-    strides, step = [], 1
-    for n in reversed(dims):
-        strides.append(step if n > 1 else 0)
-        step *= n
-    b, h, q, k = reversed(strides)
-    return b, h, q, k
 
 
 @vulkan_kernel(fb.OpType.Attention, formats=("NCHW",))
@@ -58,7 +47,7 @@ class VulkanAttention(VulkanExecution):
             ref = self.inputs[3]
             zero = ref.const and isinstance(ref.array, np.ndarray) and not np.any(ref.array)
             if not zero:
-                flags, mask, strides = 1, self.bind(ref), mask_strides(ref.desc.shape)
+                flags, mask, strides = 1, self.bind(ref), broadcast_strides(ref.desc.shape)
         values = (b, sq, skv, h, hkv, d, dv, flags, *strides, 1.0 / math.sqrt(d), int(bk > 1))
         group = self.backend.vdev.group_size()  # one work-group per block of `group` query rows of a (batch, head)
         self.dispatch("attention", [self.bind(q), self.bind(k), self.bind(v), mask], [self.bind(self.outputs[0])],
