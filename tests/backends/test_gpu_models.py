@@ -35,11 +35,6 @@ def _run(path: Path, backend: str, seed: int) -> tuple[dict[str, np.ndarray], li
 
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
-    import sys
-
-    tools = Path(__file__).resolve().parents[2] / "tools"
-    if str(tools) not in sys.path:
-        sys.path.insert(0, str(tools))
     import bench_models
 
     folder = tmp_path_factory.mktemp("bench_models")

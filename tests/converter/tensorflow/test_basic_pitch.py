@@ -3,10 +3,6 @@ test-only oracle; skipped without it or offline), converted, and run on mnnpy an
 
 from __future__ import annotations
 
-import hashlib
-import os
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -16,24 +12,17 @@ import pytest
 from .tf_build import run_mnnpy, run_official
 from .tf_jobs import require_tensorflow, run_job
 
-WHEEL = "basic_pitch-0.4.0-py2.py3-none-any.whl"
-SHA256 = "738adb503aae7fdfc7d1e1511aa0ce35052315f260a19531ef4c356708425db0"
 MODEL = "basic_pitch/saved_models/icassp_2022/nmp/"
 INPUT = "serving_default_input_2"
 
 
 def _fetch(tmp: Path) -> Path:
-    cache = Path(os.environ.get("MNNPY_ZOO", Path.home() / ".cache" / "mnnpy" / "zoo"))
-    wheel = cache / WHEEL
-    if not wheel.is_file():
-        cache.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "pip", "download", "basic-pitch==0.4.0", "--no-deps", "-d", str(cache)]
-        try:
-            subprocess.run(cmd, capture_output=True, check=True, timeout=300)
-        except (subprocess.SubprocessError, OSError) as exc:
-            pytest.skip(f"cannot fetch {WHEEL} (offline?): {exc}")
-    if hashlib.sha256(wheel.read_bytes()).hexdigest() != SHA256:
-        pytest.fail(f"{wheel} does not have the pinned sha256")
+    from model_zoo import ZooError, fetch_archive
+
+    try:
+        wheel = fetch_archive("basic-pitch")
+    except ZooError as exc:
+        pytest.skip(f"cannot fetch the basic-pitch wheel (offline?): {exc}")
     with zipfile.ZipFile(wheel) as archive:
         for name in archive.namelist():
             if name.startswith(MODEL):
