@@ -126,6 +126,27 @@ def _fit_transposed(in_shape: tuple[int, ...], k: tuple[int, int], s: tuple[int,
     return (begin[0], begin[1], end[0], end[1]), (extra[0], extra[1])
 
 
+def pool2d_pads(pool: Any, in_hw: tuple[int, int], out_hw: tuple[int, int]) -> tuple[int, int, int, int]:
+    """(top, left, bottom, right) pads of a windowed ``PoolT`` for one input/output size, as MNN resolves them.
+
+    SAME follows from the planned output size (the shape function gives ceil(size / stride)); CAFFE pads come from
+    ``pads`` (top, left, bottom, right), a 2-entry ``pads`` (y, x) or ``padY``/``padX``.
+    """
+    if pool.padType == PAD_SAME:
+        kernel, stride = (max(int(pool.kernelY), 1), max(int(pool.kernelX), 1)), \
+            (max(int(pool.strideY), 1), max(int(pool.strideX), 1))
+        total = [max((out_hw[i] - 1) * stride[i] + kernel[i] - in_hw[i], 0) for i in range(2)]
+        return total[0] // 2, total[1] // 2, total[0] - total[0] // 2, total[1] - total[1] // 2
+    if pool.padType == PAD_VALID:
+        return 0, 0, 0, 0
+    pads = list(pool.pads) if pool.pads is not None else []
+    if len(pads) == 4:
+        return int(pads[0]), int(pads[1]), int(pads[2]), int(pads[3])
+    if len(pads) == 2:
+        return int(pads[0]), int(pads[1]), int(pads[0]), int(pads[1])
+    return int(pool.padY), int(pool.padX), int(pool.padY), int(pool.padX)
+
+
 def conv2d_output_shape(params: Conv2DParams, in_shape_nchw: tuple[int, ...]) -> tuple[int, int, int, int]:
     """NCHW output shape of a (possibly transposed) 2-D convolution."""
     n, _, h, w = in_shape_nchw
@@ -155,7 +176,9 @@ def conv_weights(conv: Any, params: Conv2DParams) -> tuple[np.ndarray, np.ndarra
     shape = (ic, oc // g, kh, kw) if params.transposed else (oc, ic // g, kh, kw)
     weight = np.asarray(conv.weight if conv.weight is not None else [], dtype=np.float32)
     if weight.size == 0 and getattr(conv, "quanParameter", None) is not None:
-        weight = dequantize_idst(conv.quanParameter, shape[0], int(np.prod(shape)))
+        # MNN scales the flat buffer in outputCount rows for every conv type (a Deconvolution's stored
+        # (ic, oc/g, kh, kw) weights too, as MNNConvert writes them)
+        weight = dequantize_idst(conv.quanParameter, oc, int(np.prod(shape)))
     if weight.size != int(np.prod(shape)):
         raise ValueError(f"convolution weight has {weight.size} values, expected {shape}")
     bias = np.zeros(oc, dtype=np.float32)

@@ -54,8 +54,8 @@ def dequantize_idst(quan: Any, out_channels: int, size: int) -> np.ndarray:
 
     Args:
         quan: the ``quanParameter`` table.
-        out_channels: rows of the per-channel scales (the conv's output channels, or input channels for a
-            Deconvolution as stored).
+        out_channels: rows of the per-channel scales: the conv's outputCount, for a Deconvolution too (MNN
+            splits the flat stored weights into outputCount equal rows whatever the layout).
         size: expected number of weight values.
 
     Raises:

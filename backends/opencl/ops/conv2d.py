@@ -12,16 +12,33 @@ import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
 from mnnpy.core.backend import TensorRef
+from mnnpy.core.conv_geometry import conv2d_params, conv_weights
 from mnnpy.core.ir import NC4HW4
 
 from .. import winograd
 from ..backend import opencl_kernel
-from ..convparams import resolve_pads
 from ..execution import CLExecution, int4
 
 
 def _c4(c: int) -> int:
     return -(-c // 4)
+
+
+def conv_weight_count_ok(op: Any, in_shape: tuple[int, ...], out_shape: tuple[int, ...]) -> bool:
+    """Whether the op's (float or IDSTQuan-encoded) weights resolve for these shapes (decoded once, in encode)."""
+    try:
+        params = conv2d_params(op.main, int(op.type), in_shape)
+    except ValueError:
+        return False
+    conv = op.main
+    if params.out_channels != out_shape[1]:
+        return False
+    if conv.weight is not None and len(conv.weight):
+        kh, kw = params.kernel
+        per = (params.in_channels * (params.out_channels // params.group) if params.transposed
+               else params.out_channels * (params.in_channels // params.group))
+        return len(conv.weight) == per * kh * kw
+    return getattr(conv, "quanParameter", None) is not None
 
 
 def pack_dense(weight: np.ndarray, ic: int, group: int) -> np.ndarray:
@@ -53,16 +70,12 @@ class ConvolutionExecution(CLExecution):
         conv = op.main
         if conv is None or conv.common is None or len(inputs) != 1 or len(outputs) != 1:
             return False
-        if getattr(conv, "quanParameter", None) is not None or getattr(conv, "symmetricQuan", None) is not None:
+        if getattr(conv, "symmetricQuan", None) is not None:
             return False
         x, y = inputs[0].desc, outputs[0].desc
         if not (x.fmt == y.fmt == NC4HW4 and len(x.shape) == len(y.shape) == 4 and x.shape[0] == y.shape[0]):
             return False
-        ic, oc = x.shape[1], y.shape[1]
-        group = ic if op.type == fb.OpType.ConvolutionDepthwise else max(int(conv.common.group), 1)
-        kh, kw = max(int(conv.common.kernelY), 1), max(int(conv.common.kernelX), 1)
-        weight_count = len(conv.weight) if conv.weight is not None else 0
-        return ic % group == 0 and oc % group == 0 and weight_count == oc * (ic // group) * kh * kw
+        return conv_weight_count_ok(op, x.shape, y.shape)
 
     def _choose(self, algorithm: str, ic: int, oc: int, oh: int, ow: int) -> bool:
         """Whether to use `algorithm`: the backend config `convAlgorithm` (a name, or {op name: name}) forces it,
@@ -75,21 +88,16 @@ class ConvolutionExecution(CLExecution):
         return winograd.worth_it(ic, oc, oh, ow)
 
     def encode(self) -> None:
-        conv, common = self.op.main, self.op.main.common
         x, y = self.inputs[0], self.outputs[0]
         n, ic, h, w = x.desc.shape
         oc, oh, ow = y.desc.shape[1:]
-        depthwise = self.op.type == fb.OpType.ConvolutionDepthwise or int(common.group) == ic == oc > 1
-        group = ic if depthwise else max(int(common.group), 1)
-        kernel = (max(int(common.kernelY), 1), max(int(common.kernelX), 1))
-        stride = (max(int(common.strideY), 1), max(int(common.strideX), 1))
-        dilation = (max(int(common.dilateY), 1), max(int(common.dilateX), 1))
-        pads = resolve_pads(common, int(common.padMode), (h, w), (oh, ow), kernel, stride, dilation)
-        weight = np.asarray(conv.weight, dtype=np.float32).reshape(oc, ic // group, *kernel)
+        params = conv2d_params(self.op.main, int(self.op.type), x.desc.shape)
+        weight, bias_oc = conv_weights(self.op.main, params)
+        kernel, stride, dilation, pads, group = params.kernel, params.stride, params.dilation, params.pads, params.group
+        depthwise = group == ic == oc > 1
         bias = np.zeros(_c4(oc) * 4, dtype=np.float32)
-        if conv.bias is not None and len(conv.bias):
-            bias[:oc] = np.asarray(conv.bias, dtype=np.float32)
-        act = 2 if common.relu6 else (1 if common.relu else 0)
+        bias[:oc] = bias_oc
+        act = 2 if params.relu6 else (1 if params.relu else 0)
         shape_args = [int4(n, _c4(ic), h, w), int4(_c4(oc), oh, ow), int4(*kernel, *stride),
                       int4(*dilation, pads[0], pads[1]), np.int32(act)]
         if depthwise and ic == oc:

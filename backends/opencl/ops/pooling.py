@@ -8,10 +8,10 @@ import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
 from mnnpy.core.backend import TensorRef
+from mnnpy.core.conv_geometry import pool2d_pads
 from mnnpy.core.ir import NC4HW4
 
 from ..backend import opencl_kernel
-from ..convparams import resolve_pads
 from ..execution import CLExecution, int4
 
 INCLUDE_PADDING, EXCLUDE_PADDING = 1, 2
@@ -43,7 +43,7 @@ class PoolingExecution(CLExecution):
         else:
             kernel = (int(p.kernelY) or 1, int(p.kernelX) or 1)
             stride = (int(p.strideY) or 1, int(p.strideX) or 1)
-            pads = resolve_pads(p, int(p.padType), (h, w), (oh, ow), kernel, stride)
+            pads = pool2d_pads(p, (h, w), (oh, ow))
         # As the CPU backend: only INCLUDE_PADDING counts the explicit pads; DEFAULT and EXCLUDE_PADDING do not.
         count = INCLUDE_PADDING if int(getattr(p, "countType", 0)) == INCLUDE_PADDING else EXCLUDE_PADDING
         c4 = -(-c // 4)

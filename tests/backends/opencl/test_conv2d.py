@@ -89,11 +89,30 @@ def test_same_padding(backend: object) -> None:
     run_conv(backend, op, x, (1, 0, 1, 1))
 
 
-def test_quantized_weights_are_rejected(backend: object) -> None:
-    op = conv_op(fb.OpType.Convolution, 3, 4, (1, 1))
-    op.main.quanParameter = fb.IDSTQuanT()
-    h = Harness(backend)
-    assert h.create(op.type, op, [h.tensor((1, 3, 2, 2), "NC4HW4")], [h.tensor((1, 4, 2, 2), "NC4HW4")]) is None
+@pytest.mark.parametrize("op_type", [fb.OpType.Convolution, fb.OpType.Deconvolution])
+def test_weight_quantized_files_run_on_device(backend: object, op_type: int) -> None:
+    """IDSTQuan weights (``--weightQuantBits``) are decoded once by the core in encode and run on the device; the
+    reference uses the same decoded weights, so the tolerance is fp32's."""
+    from mnnpy.converter.quantize import quantize_conv
+    from mnnpy.core.idst import dequantize_idst
+
+    op = conv_op(fb.OpType.Convolution, 5, 6, (3, 3), (1, 1), (1, 1, 1, 1), seed=4)
+    if op_type == fb.OpType.Deconvolution:  # same (oc=6, ic=5) block read as a (ic=6, oc=5) transposed weight
+        op.type, op.main.common.outputCount, op.main.bias = op_type, 5, op.main.bias[:5]
+    assert quantize_conv(op.main, 6) and op.main.weight is None
+    c = op.main.common
+    x = rand((1, 6 if op_type == fb.OpType.Deconvolution else 5, 5, 4), seed=3)
+    decoded = dequantize_idst(op.main.quanParameter, c.outputCount, 6 * 5 * 9).reshape(6, 5, 3, 3)
+    if op_type == fb.OpType.Deconvolution:
+        # transposed conv = conv of the zero-stuffed input with the flipped, (oc, ic)-swapped kernel; stride 1
+        weight = decoded.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]
+        expected = reference_conv(x, np.ascontiguousarray(weight), np.asarray(op.main.bias), (1, 1), (1, 1, 1, 1),
+                                  (1, 1), 1)
+    else:
+        expected = reference_conv(x, decoded, np.asarray(op.main.bias), (1, 1), (1, 1, 1, 1), (1, 1), 1)
+    assert c.outputCount == expected.shape[1]
+    (y,) = Harness(backend).run(op.type, op, [x], ["NC4HW4"], [expected.shape])
+    assert_close(y, expected)
 
 
 WINOGRAD_CASES = [(3, 13, (5, 7), (1, 1, 1, 1), 2), (13, 3, (4, 4), (0, 0, 0, 0), 1), (127, 5, (3, 6), (1, 2, 1, 0), 1),
