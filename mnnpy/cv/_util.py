@@ -126,11 +126,6 @@ def pad_image(v: Var, top: int, bottom: int, left: int, right: int, mode: int, v
         if np.size(value) > 1:
             return _pad_constant_per_channel(v, top, bottom, left, right, value)
         return ex.pad(v, [[top, bottom], [left, right], [0, 0]], ex.CONSTANT, float(np.asarray(value).ravel()[0]))
-    base = mode & ~cc.BORDER_ISOLATED
-    fits = top < h and bottom < h and left < w and right < w
-    if base in (cc.BORDER_REFLECT_101, cc.BORDER_REFLECT) and fits:  # the core's Padding op: one dense tensor
-        kind = ex.REFLECT if base == cc.BORDER_REFLECT_101 else ex.SYMMETRIC
-        return ex.pad(v, [[top, bottom], [left, right], [0, 0]], kind)
     rows = border_index(h, top, bottom, mode)
     cols = border_index(w, left, right, mode)
     out = ex.gather(v, ints(rows), 0) if top or bottom else v
