@@ -8,13 +8,19 @@ One departure from MNN, measured: Winograd and im2col costs both include the wei
 (``weight_traffic``), which MNN's flop-only rate leaves out; numpy reads alpha² x ic x oc transformed weights from
 memory every run, which makes small units (or im2col) win on deep layers with few pixels. Likewise a Strassen level
 must also pass ``strassen_pays`` (saved BLAS flops vs numpy's addition passes), so it is kept for very large GEMMs.
+
+Winograd memory (issue 12): each candidate unit's footprint, transformed weights (alpha² x ic x oc: 1.8x / 4x /
+7.1x the k² x ic x oc weights for F(2,3) / F(4,3) / F(6,3)) plus the intermediates the kernel allocates (the padded
+input and one block of tile buffers per lane), is part of its cost (``WINOGRAD_MEMORY_COST`` per byte) and is
+reported as ``winograd:U:bytes``. A memory budget (``memory_limit``, config ``winogradMemoryLimit`` in bytes) rules
+out the units whose footprint exceeds it, so a tight budget picks a smaller tile, or im2col when none fits.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 ALGORITHMS = ("gemm1x1", "strassen", "winograd", "im2col", "depthwise", "deconv")
 WINOGRAD_ALPHAS = (4, 6, 8)  # alpha = u + k - 1 values with MNN destination-transform kernels
@@ -25,6 +31,13 @@ WINOGRAD_MAX_FORCED_ALPHA = 10  # forcing may go beyond MNN's set; numerical err
 # min of 9 runs): 512ch 7x7 F(2,3) 2.3 ms < F(4,3) 3.0 < im2col 3.2; 64ch 56x56 F(4,3) 1.5 < F(6,3) 1.9 (MNN's
 # flop-only rate picks F(4,3) and F(6,3) there); UNet 64ch 256x256 keeps F(6,3).
 WINOGRAD_WEIGHT_COST = 25.0
+# Cost units per byte of footprint (transformed weights + intermediates), held for the session's life: cache and
+# TLB pressure and first-touch page faults. ~1/25 of a streamed weight's cost per byte (``WINOGRAD_WEIGHT_COST``
+# counts the per-run read of the weights; this counts holding them), so by default it only separates units whose
+# time costs are within a few percent; the hard budget is ``memory_limit``. Measured choices on the benchmark
+# models (tools/bench_models.py) are unchanged by it.
+WINOGRAD_MEMORY_COST = 1.0
+WINOGRAD_BLOCK_BYTES = 2 << 20  # target scratch of one block of tiles (the kernel's blocking; in L2/L3 cache)
 STRASSEN_MAX_DEPTH = 5
 # numpy's Strassen adds are separate passes over memory while its GEMM is a fast BLAS: a level pays only when the
 # GEMM flops it saves take longer than streaming its 15 block additions (3 floats of traffic per element).
@@ -65,6 +78,8 @@ class ConvPlan:
         reason: one line explaining the choice.
         strassen_depth: recursion depth of the Strassen GEMM (0 = plain GEMM).
         threads: ``numThread``: lanes of independent blocks the kernel may run at once (BLAS stays at 1 thread).
+        memory_bytes: estimated footprint of the chosen algorithm's transformed weights and intermediates (Winograd;
+            0 when not estimated).
     """
 
     algorithm: str
@@ -73,6 +88,7 @@ class ConvPlan:
     reason: str = ""
     strassen_depth: int = 0
     threads: int = 1
+    memory_bytes: int = 0
 
 
 def strassen_should_recurse(e: int, l_dim: int, h: int) -> bool:
@@ -140,12 +156,38 @@ def weight_traffic(ic: int, oc: int, taps: int) -> float:
     return WINOGRAD_WEIGHT_COST * taps * ic * oc
 
 
-def winograd_memory(ic: int, oc: int, n: int, oh: int, ow: int, k: int, unit: int) -> int:
-    """Float32 bytes of Winograd weights plus unblocked tile buffers (an upper bound; reported, not decided on)."""
+class WinogradMemory(NamedTuple):
+    """Float32 bytes a Winograd F(u, k) kernel holds: transformed weights and intermediates (padded input, tiles)."""
+
+    weights: int
+    intermediate: int
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.intermediate
+
+
+def winograd_memory(ic: int, oc: int, in_shape: tuple[int, ...], out_hw: tuple[int, int], k: int, unit: int,
+                    group: int = 1, lanes: int = 1, pads: tuple[int, ...] = (0, 0, 0, 0)) -> WinogradMemory:
+    """Footprint of ``backends/cpu/compute/winograd_conv.WinogradKernel`` for these shapes (its allocations).
+
+    Weights: alpha² x ic x oc transformed (channels padded to 4 when ungrouped). Intermediates: the zero-bordered
+    NHWC input copy, plus per lane one block of tiles (about ``WINOGRAD_BLOCK_BYTES`` of rows) with its buffers
+    D, BᵀD, V (alpha² x T x Cp each), M (alpha² x T x OCp, twice when grouped), AᵀM (u x alpha x T x OCp), Y and the
+    output stage (u² x T x OCp each). ``lanes`` is an upper bound on the kernel's lanes (it may use fewer).
+    """
     a = unit + k - 1
-    icp, ocp = 4 * math.ceil(ic / 4), 4 * math.ceil(oc / 4)
-    tiles = n * math.ceil(oh / unit) * math.ceil(ow / unit)
-    return 4 * (a * a * icp * ocp + 3 * a * a * tiles * icp + 2 * a * a * tiles * ocp)
+    n, _, h, w = in_shape
+    oh, ow = out_hw
+    cp, ocp = 4 * math.ceil(ic / 4), 4 * math.ceil(oc / 4)
+    th, tw = math.ceil(oh / unit), math.ceil(ow / unit)
+    weights = a * a * (cp * ocp if group == 1 else ic * oc // group)
+    padded = n * max(pads[0] + h, th * unit + k - 1) * max(pads[1] + w, tw * unit + k - 1) * cp
+    rows = max(1, WINOGRAD_BLOCK_BYTES // (a * a * tw * max(cp, ocp) * 4))
+    block = min(n, rows // th) * th * tw if rows >= th else rows * tw
+    per_tile = 3 * a * a * cp + a * a * ocp * (2 if group > 1 else 1) + unit * a * ocp + 2 * unit * unit * ocp
+    blocks = math.ceil(n * th * tw / block)
+    return WinogradMemory(4 * weights, 4 * (padded + min(max(lanes, 1), blocks) * block * per_tile))
 
 
 def winograd_units(k: int, oh: int, ow: int, threads: int = 1) -> list[int]:
@@ -162,7 +204,8 @@ def _out_hw(params: ConvShape, in_shape: tuple[int, ...], pads: tuple[int, int, 
     return oh, ow
 
 
-def plan_conv2d(params: ConvShape, in_shape: tuple[int, ...], threads: int = 1, force: str | None = None) -> ConvPlan:
+def plan_conv2d(params: ConvShape, in_shape: tuple[int, ...], threads: int = 1, force: str | None = None,
+                memory_limit: int | None = None) -> ConvPlan:
     """Choose the convolution algorithm with MNN's cost model.
 
     Args:
@@ -171,6 +214,7 @@ def plan_conv2d(params: ConvShape, in_shape: tuple[int, ...], threads: int = 1, 
         threads: thread count (affects Winograd's maxUnit).
         force: optional override: "im2col", "gemm1x1", "strassen", "depthwise", "deconv", "winograd" or
             "winograd:U".
+        memory_limit: bytes a Winograd kernel may hold (weights + intermediates); larger units are ruled out.
 
     Returns:
         The plan.
@@ -189,6 +233,8 @@ def plan_conv2d(params: ConvShape, in_shape: tuple[int, ...], threads: int = 1, 
     icg, ocg = ic // g, oc // g
     origin = float(ow * oh * 2 * icg * ocg * kh * kw * g)
     costs: dict[str, float] = {"direct": origin + weight_traffic(icg, ocg, kh * kw) * g, "direct:flops": origin}
+    if memory_limit is not None:
+        costs["memory_limit"] = float(memory_limit)
     depthwise_ok = g == ic == oc and (g > 1 or (kh, kw) != (1, 1))  # 1 channel: direct taps beat GEMMs
     is_1x1 = (kh, kw) == (1, 1) and params.stride == (1, 1) and pads == (0, 0, 0, 0)
     winograd_ok = kh == kw and kh > 1 and params.stride == (1, 1) and params.dilation == (1, 1)
@@ -206,20 +252,33 @@ def plan_conv2d(params: ConvShape, in_shape: tuple[int, ...], threads: int = 1, 
                             reason=f"1x1 s1: Strassen saves traffic for {depth} level(s)")
         return ConvPlan("gemm1x1", costs=costs, reason="1x1 s1 no pad: plain GEMM (Strassen test says no)")
     if winograd_ok:
-        best, best_rate = 0, 0.0
-        for u in winograd_units(kh, oh, ow, threads):
-            flops = winograd_cost(icg, ocg, oh, ow, kh, u) * g
-            cost = flops + weight_traffic(icg, ocg, (u + kh - 1) ** 2) * g
-            costs[f"winograd:{u}"] = cost
-            costs[f"winograd:{u}:flops"] = flops
-            costs[f"winograd:{u}:bytes"] = float(winograd_memory(ic, oc, in_shape[0], oh, ow, kh, u))
-            if costs["direct"] / cost > best_rate:
-                best, best_rate = u, costs["direct"] / cost
-        if best and best_rate > 1.0:
-            return ConvPlan("winograd", unit=best, costs=costs,
-                            reason=f"F({best},{kh}): direct/winograd cost rate {best_rate:.2f} > 1")
-        return ConvPlan("im2col", costs=costs, reason=f"best Winograd rate {best_rate:.2f} <= 1")
+        return _plan_winograd(params, in_shape, (oh, ow), threads, memory_limit, costs)
     return ConvPlan("im2col", costs=costs, reason="not 1x1 s1 and not Winograd-eligible (stride/dilation/shape)")
+
+
+def _plan_winograd(params: ConvShape, in_shape: tuple[int, ...], out_hw: tuple[int, int], threads: int,
+                   memory_limit: int | None, costs: dict[str, float]) -> ConvPlan:
+    """Best Winograd unit by time cost + memory term within the budget, else im2col (MNN's rate test)."""
+    k, g = params.kernel[0], params.group
+    icg, ocg = params.in_channels // g, params.out_channels // g
+    best, best_rate, best_bytes, over = 0, 0.0, 0, []
+    for u in winograd_units(k, *out_hw, threads):
+        flops = winograd_cost(icg, ocg, *out_hw, k, u) * g
+        mem = winograd_memory(params.in_channels, params.out_channels, in_shape, out_hw, k, u, g, threads,
+                              getattr(params, "pads", (0, 0, 0, 0)))
+        cost = flops + weight_traffic(icg, ocg, (u + k - 1) ** 2) * g + WINOGRAD_MEMORY_COST * mem.total
+        costs.update({f"winograd:{u}": cost, f"winograd:{u}:flops": flops, f"winograd:{u}:bytes": float(mem.total),
+                      f"winograd:{u}:weight_bytes": float(mem.weights)})
+        if memory_limit is not None and mem.total > memory_limit:
+            over.append(u)
+            continue
+        if costs["direct"] / cost > best_rate:
+            best, best_rate, best_bytes = u, costs["direct"] / cost, mem.total
+    note = f"; F({','.join(map(str, over))}) over the {memory_limit}-byte budget" if over else ""
+    if best and best_rate > 1.0:
+        return ConvPlan("winograd", unit=best, costs=costs, memory_bytes=best_bytes,
+                        reason=f"F({best},{k}): direct/winograd cost rate {best_rate:.2f} > 1{note}")
+    return ConvPlan("im2col", costs=costs, reason=f"best Winograd rate {best_rate:.2f} <= 1{note}")
 
 
 def _forced(force: str, params: ConvShape, in_shape: tuple[int, ...], costs: dict[str, float], depthwise_ok: bool,
@@ -252,6 +311,8 @@ def _forced(force: str, params: ConvShape, in_shape: tuple[int, ...], costs: dic
             raise ValueError(f"bad Winograd unit in {force!r}")
         if unit < 1 or unit + k - 1 > WINOGRAD_MAX_FORCED_ALPHA:
             raise ValueError(f"Winograd F({unit},{k}) needs alpha = u + k - 1 <= {WINOGRAD_MAX_FORCED_ALPHA}")
-        return ConvPlan("winograd", unit=unit, costs=costs, reason=reason)
+        mem = winograd_memory(params.in_channels, params.out_channels, in_shape, out_hw, k, unit, params.group,
+                              1, getattr(params, "pads", (0, 0, 0, 0)))
+        return ConvPlan("winograd", unit=unit, costs=costs, reason=reason, memory_bytes=mem.total)
     raise ValueError(f"cannot force {force!r} for this convolution (kernel {params.kernel}, stride {params.stride}, "
                      f"dilation {params.dilation}, group {params.group})")

@@ -30,7 +30,7 @@ _KERNELS: dict[str, Callable[..., Conv2DKernel]] = {
 
 
 def make_conv2d_kernel(conv: Any, op_type: int, in_shape_nchw: tuple, threads: int = 1, force: str | None = None,
-                       output_hw: tuple[int, int] | None = None) -> Conv2DKernel:
+                       output_hw: tuple[int, int] | None = None, memory_limit: int | None = None) -> Conv2DKernel:
     """Plan and prepare one 2-D convolution for a fixed NCHW input shape.
 
     Args:
@@ -42,6 +42,7 @@ def make_conv2d_kernel(conv: Any, op_type: int, in_shape_nchw: tuple, threads: i
         force: algorithm override for tests ("im2col", "winograd:2|4|6", "gemm1x1", "strassen[:depth]",
             "depthwise", "deconv").
         output_hw: output (H, W) of a transposed convolution with ``hasOutputShape`` (from its shape input).
+        memory_limit: bytes a Winograd kernel may hold (config ``winogradMemoryLimit``; see the strategy).
 
     Returns:
         A kernel with ``out_shape``, ``plan`` and ``run(x_nc4hw4, out_nc4hw4)``.
@@ -52,5 +53,6 @@ def make_conv2d_kernel(conv: Any, op_type: int, in_shape_nchw: tuple, threads: i
     shape = tuple(int(v) for v in in_shape_nchw)
     params = conv2d_params(conv, op_type, shape, output_hw)
     weight, bias = conv_weights(conv, params)
-    plan = replace(plan_conv2d(params, shape, threads=threads, force=force), threads=max(int(threads), 1))
+    plan = plan_conv2d(params, shape, threads=threads, force=force, memory_limit=memory_limit)
+    plan = replace(plan, threads=max(int(threads), 1))
     return _KERNELS[plan.algorithm](params, plan, shape, weight, bias)

@@ -1,6 +1,6 @@
 """Winograd F(u, k) convolution kernel: blocks of tiles, batched GEMM over the alpha^2 positions.
 
-Per block of tile rows (sized so its scratch stays near ``BLOCK_BYTES``, i.e. in cache):
+Per block of tile rows (sized so its scratch stays near ``WINOGRAD_BLOCK_BYTES``, i.e. in cache):
 
 1. gather the block's alpha x alpha input tiles from a zero-bordered NHWC copy of the input (one strided copy)
    into ``D[alpha, alpha, T, Cp]``;
@@ -21,13 +21,13 @@ from typing import NamedTuple
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from mnnpy.core.strategy import ConvPlan
+from mnnpy.core.strategy import WINOGRAD_BLOCK_BYTES, ConvPlan
 
 from .blas import lane_count, run_lanes, split
 from .common import COUNTERS, PACK, Conv2DKernel, Conv2DParams, ceil4, copy_pixels, nhwc_view, output_tiles
 from .winograd import default_interp, transform_weights, winograd_matrices
 
-BLOCK_BYTES = 2 << 20
+BLOCK_BYTES = WINOGRAD_BLOCK_BYTES
 _ORDER = (2, 5, 3, 0, 4, 1)  # [u, u, n, th, tw, oc4] -> [n, oc4, th, u, tw, u]
 
 
@@ -99,12 +99,14 @@ class WinogradKernel(Conv2DKernel):
         self.bias_position = ones[0] * a + ones[0] if ones else None
         dims = (a, u, tw, cp, ocp, g, c, oc, oh)
         self.lanes = []  # blocks per lane; each lane owns its scratch
+        self.memory_bytes = self.weight.nbytes + self.xp.nbytes  # what it holds, reported next to the estimate
         for lane in split(blocks, lanes):
             scratch = {name: np.empty(size, dtype=np.float32) for name, size in
                        (("d", a * a * t_max * cp), ("e", a * a * t_max * cp), ("v", a * a * t_max * cp),
                         ("m", a * a * t_max * ocp), ("f", u * a * t_max * ocp), ("y", u * u * t_max * ocp),
                         ("mg", a * a * t_max * ocp if g > 1 else 0), ("stage", u * u * t_max * ocp))}
             scratch["m"][:] = 0.0  # padded output channels of a grouped GEMM stay zero
+            self.memory_bytes += sum(buf.nbytes for buf in scratch.values())
             self.lanes.append([self._block(scratch, windows, blk, dims, self.bias_position) for blk in lane])
         self.blocks = [b for lane in self.lanes for b in lane]
         COUNTERS["weight_transforms"] += 1

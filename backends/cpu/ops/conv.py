@@ -59,6 +59,8 @@ class Convolution(CPUExecution):
         self.strict = isinstance(force, dict)  # {op name: algorithm} must apply; a plain string where it can
         self.force = force.get(self.op.name) if isinstance(force, dict) else force
         self.threads = int(self.backend.config.get("numThread", 1) or 1)
+        limit = self.backend.config.get("winogradMemoryLimit")
+        self.memory_limit = int(limit) if limit is not None else None
         shape = self.x.desc.shape
         self.shape = (*shape, 1) if len(shape) == 3 else shape  # [N, C, H] runs as [N, C, H, 1]
         self.x_view = self.x.array.reshape(*self.x.array.shape[:3], 1, 4) if len(shape) == 3 else self.x.array
@@ -72,7 +74,7 @@ class Convolution(CPUExecution):
             return
         if self.weight_refs:
             self.params = self._with_weights(main)
-        key = (id(main), self.op.type, self.shape, str(self.force), self.threads)
+        key = (id(main), self.op.type, self.shape, str(self.force), self.threads, self.memory_limit)
         cached = self.backend.kernel_cache.get(key)
         if cached is not None and cached[0] is main:
             self.kernel = cached[1]
@@ -93,11 +95,13 @@ class Convolution(CPUExecution):
 
         try:
             try:
-                kernel = make_conv2d_kernel(params, self.op.type, self.shape, threads=self.threads, force=self.force)
+                kernel = make_conv2d_kernel(params, self.op.type, self.shape, threads=self.threads, force=self.force,
+                                            memory_limit=self.memory_limit)
             except ValueError:
                 if self.strict or self.force is None:
                     raise
-                kernel = make_conv2d_kernel(params, self.op.type, self.shape, threads=self.threads)
+                kernel = make_conv2d_kernel(params, self.op.type, self.shape, threads=self.threads,
+                                            memory_limit=self.memory_limit)
         except (ValueError, NotImplementedError) as exc:
             raise ModelError(f"op {self.op.name!r}: {exc}") from exc
         session.COUNTERS["weight_transforms"] += 1
@@ -114,5 +118,8 @@ class Convolution(CPUExecution):
         if self.kernel is None:
             return {"algorithm": self.algorithm}
         plan = self.kernel.plan
-        return {"algorithm": plan.algorithm, "unit": getattr(plan, "unit", None),
+        info = {"algorithm": plan.algorithm, "unit": getattr(plan, "unit", None),
                 "costs": dict(getattr(plan, "costs", {}) or {}), "reason": getattr(plan, "reason", "")}
+        if plan.algorithm == "winograd":  # issue 12: the chosen tile's footprint, estimated and as allocated
+            info.update(memory_estimate=plan.memory_bytes, memory_bytes=getattr(self.kernel, "memory_bytes", 0))
+        return info

@@ -6,6 +6,7 @@ import pytest
 from mnnpy.backends.cpu.compute.common import Conv2DParams
 
 from mnnpy.core.strategy import (
+    WINOGRAD_MEMORY_COST,
     numpy_strassen_depth,
     plan_conv2d,
     strassen_depth,
@@ -91,6 +92,8 @@ def test_weight_traffic_prefers_small_units_on_deep_layers() -> None:
     assert plan.algorithm == "winograd" and plan.unit == 2
     flop_only = {u: plan.costs["direct:flops"] / plan.costs[f"winograd:{u}:flops"] for u in (2, 4)}
     assert max(flop_only, key=flop_only.get) == 4  # MNN's flop-only rate would take F(4,3)
-    assert plan.costs["winograd:4"] - plan.costs["winograd:4:flops"] == weight_traffic(512, 512, 36)
+    memory = WINOGRAD_MEMORY_COST * plan.costs["winograd:4:bytes"]  # footprint term (issue 12)
+    assert plan.costs["winograd:4"] - plan.costs["winograd:4:flops"] == pytest.approx(weight_traffic(512, 512, 36)
+                                                                                      + memory)
     assert plan_conv2d(params(3), (1, 64, 256, 256)).unit == 6  # big images keep the big tile
     assert plan_conv2d(params(3), (1, 64, 56, 56)).unit == 4
