@@ -27,6 +27,7 @@ from mnnpy.expr.enums import (
 )
 from mnnpy.expr.graph import set_thread_number
 from mnnpy.expr.io import get_inputs_and_outputs, load_as_dict, load_as_list, save
+from mnnpy.expr.lowlevel import dequant, quant, raster, svd
 from mnnpy.expr.math import (
     abs,
     acos,
@@ -170,11 +171,7 @@ crop_and_resize = STUBS["crop_and_resize"]
 detection_post_process = STUBS["detection_post_process"]
 roi_align = STUBS["roi_align"]
 roi_pooling = STUBS["roi_pooling"]
-svd = STUBS["svd"]
-quant = STUBS["quant"]
-dequant = STUBS["dequant"]
 jsonop = STUBS["jsonop"]
-raster = STUBS["raster"]
 
 # MNN's module-level constants
 NCHW, NHWC, NC4HW4 = data_format.NCHW, data_format.NHWC, data_format.NC4HW4

@@ -16,11 +16,7 @@ MISSING: dict[str, str] = {
     "detection_post_process": "no DetectionPostProcess op in the core",
     "roi_align": "no ROIAlign op in the core",
     "roi_pooling": "no ROIPooling op in the core",
-    "svd": "no Svd op in the core",
-    "quant": "no FloatToInt8 op in the CPU backend",
-    "dequant": "no Int8ToFloat op in the CPU backend",
     "jsonop": "no JSON op description reader",
-    "raster": "raster regions are produced by the core's geometry, not built from Python",
 }
 
 
