@@ -120,3 +120,101 @@ def test_nested_if_reads_enclosing_branch_tensors(tmp_path: Path) -> None:
         (ref,) = run_ort(model, feeds)
         got = _run_mnnpy(dst, feeds)
         assert got.shape == ref.shape and rel_diff(got, ref) <= 1e-4, x_shape
+
+
+def _loop_model(trips: str, with_scan: bool) -> Any:
+    """y = x; repeat: y = y * 2 + bias (bias read from the outer scope); cond_out = sum(y) < limit (or true).
+
+    Body inputs (i, cond, y); outputs (cond, y[, scan = y + i]).
+    """
+    body_nodes = [oh.make_node("Mul", ["y_in", "two_f"], ["y2"]), oh.make_node("Add", ["y2", "bias"], ["y_out"]),
+                  oh.make_node("ReduceSum", ["y_out"], ["total"], keepdims=0),
+                  oh.make_node("Less", ["total", "limit"], ["cond_out"])]
+    outs = [oh.make_tensor_value_info("cond_out", onnx.TensorProto.BOOL, []),
+            oh.make_tensor_value_info("y_out", F, None)]
+    if with_scan:
+        body_nodes += [oh.make_node("Cast", ["i"], ["i_f"], to=F), oh.make_node("Add", ["y_out", "i_f"], ["scan"])]
+        outs.append(oh.make_tensor_value_info("scan", F, None))
+    body = oh.make_graph(body_nodes, "body", [oh.make_tensor_value_info("i", onnx.TensorProto.INT64, []),
+                                              oh.make_tensor_value_info("cond_in", onnx.TensorProto.BOOL, []),
+                                              oh.make_tensor_value_info("y_in", F, None)], outs)
+    node = oh.make_node("Loop", [trips, "", "x"], ["y", "ys"] if with_scan else ["y"], body=body)
+    nodes = [oh.make_node("Neg", ["x0"], ["bias"]), node]
+    inputs = [("x", F, [2, 3]), ("x0", F, [2, 3])] + ([("m", onnx.TensorProto.INT64, [])] if trips == "m" else [])
+    outputs = ["y", "ys"] if with_scan else ["y"]
+    inits = {"two_f": np.float32(2), "limit": np.float32(1e4)} | ({"four": np.int64(4)} if trips == "four" else {})
+    return make_model(nodes, inputs, outputs, inits, opset=13)
+
+
+def _run_mnnpy_all(path: Path, feeds: dict[str, np.ndarray], outputs: list[str]) -> list[np.ndarray]:
+    from mnnpy.core.session import Session
+    from mnnpy.interpreter import Interpreter
+
+    net = Interpreter(str(path)).net
+    names = [str(t) for t in net.tensorName]
+    session = Session(net, {"backend": "CPU", "outputPaths": outputs},
+                      {names.index(k): tuple(v.shape) for k, v in feeds.items()})
+    for name, value in feeds.items():
+        session.write(names.index(name), value)
+    session.run()
+    return [np.array(session.read(names.index(o))) for o in outputs]
+
+
+@pytest.mark.parametrize("trip_count", [0, 1, 5])
+def test_loop_runtime_trip_count_as_while(trip_count: int, tmp_path: Path) -> None:
+    """Loop with M a graph input -> MNN's While (ONNX Loop form, the outer value `bias` carried through); mnnpy's
+    runtime iterates the body session; carried value and stacked scan output equal onnxruntime's."""
+    from mnnpy.converter import convert
+    from mnnpy.schema import mnn_generated as fb
+
+    model = _loop_model("m", with_scan=True)
+    src, dst = tmp_path / "loop.onnx", tmp_path / "loop.mnn"
+    onnx.save(model, str(src))
+    net, _ = convert(src, dst)
+    (loop_op,) = [op for op in net.oplists if op.type == fb.OpType.While]
+    assert [sg.name for sg in net.subgraphs] == [loop_op.main.bodyGraph]
+    body = net.subgraphs[0]
+    assert len(body.inputs) == 4 and len(body.outputs) == 4  # (i, cond, y, bias) -> (cond, y, bias, scan)
+    assert len(loop_op.inputIndexes) == 4 and len(loop_op.outputIndexes) == 3
+    rng = np.random.default_rng(5)
+    feeds = {"x": rng.uniform(-1, 1, (2, 3)).astype(np.float32), "x0": rng.uniform(-1, 1, (2, 3)).astype(np.float32),
+             "m": np.array(trip_count, np.int64)}
+    refs = run_ort(model, feeds)
+    gots = _run_mnnpy_all(dst, feeds, ["y", "ys"])
+    if trip_count == 0:  # onnxruntime gives the empty scan output shape (0,) (it warns it cannot know (0, 2, 3))
+        assert gots[1].shape == (0, 2, 3) and refs[1].size == 0
+        refs, gots = refs[:1], gots[:1]
+    for ref, got in zip(refs, gots, strict=True):
+        assert got.shape == ref.shape and rel_diff(got, ref) <= 1e-6
+
+
+def test_loop_ended_by_condition(tmp_path: Path) -> None:
+    """Loop without M, stopped by its condition (sum(y) >= 1e4 after a data-dependent number of iterations)."""
+    from mnnpy.converter import convert
+
+    model = _loop_model("", with_scan=False)
+    src, dst = tmp_path / "loop.onnx", tmp_path / "loop.mnn"
+    onnx.save(model, str(src))
+    convert(src, dst)
+    for scale in (1.0, 30.0):
+        feeds = {"x": np.full((2, 3), scale, np.float32), "x0": np.full((2, 3), -0.5, np.float32)}
+        (ref,) = run_ort(model, feeds)
+        (got,) = _run_mnnpy_all(dst, feeds, ["y"])
+        assert got.shape == ref.shape and rel_diff(got, ref) <= 1e-6, scale
+
+
+def test_loop_constant_trip_count_is_unrolled(tmp_path: Path) -> None:
+    """M a constant 4 with a condition that cannot stop it early -> unrolled (no While), so official MNN's Session
+    runs it; equal to onnxruntime there."""
+    from mnnpy.schema import mnn_generated as fb
+
+    from .helpers import check_model
+
+    model = _loop_model("four", with_scan=True)
+    # the condition output becomes the condition input passed through: the loop always runs M times
+    body = model.graph.node[1].attribute[0].g
+    body.output[0].name = "cond_in"
+    rng = np.random.default_rng(9)
+    feeds = {"x": rng.uniform(-1, 1, (2, 3)).astype(np.float32), "x0": rng.uniform(-1, 1, (2, 3)).astype(np.float32)}
+    net = check_model(model, feeds, tmp_path)
+    assert fb.OpType.While not in [op.type for op in net.oplists]

@@ -8,7 +8,7 @@ from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.errors import ModelError
 
 from mnnpy.core.registry import cpu_kernel
-from mnnpy.core.subgraph import while_session
+from mnnpy.core.shape.control import body_session, run_while, stack_scans
 
 
 @cpu_kernel(fb.OpType.While)
@@ -16,41 +16,24 @@ class While(CPUExecution):
     """Inputs (trip count M, cond, carried...); outputs (final carried..., stacked scan outputs...)."""
 
     def on_resize(self) -> None:
-        values = [np.asarray(r.array) if r.const else None for r in self.inputs]
-        self.body = while_session(self.op, [r.desc for r in self.inputs], self.backend.config, values)
-        g = self.body.graph
-        self.body_in = [g.inputs[k] for k in range(len(g.inputs))]
-        self.body_out = list(g.outputs)
-        self.carried = len(self.inputs) - 2
+        self.values = [np.asarray(r.array) if r.const else None for r in self.inputs]
+        descs = [r.desc for r in self.inputs]
+        self.body = body_session(self.op, descs, self.backend.config, self.values)
+        self.sessions = {tuple(d.shape for d in descs[2:]): self.body}
+        self.scan_descs = [self.body.graph.descs[i] for i in self.body.graph.outputs[len(self.inputs) - 1:]]
         self.algorithm = f"while({len(self.body.commands)} commands)"
 
     def on_execute(self) -> None:
-        trips = int(np.asarray(self.inputs[0].array).ravel()[0])
-        cond = int(np.asarray(self.inputs[1].array).ravel()[0])
-        carried = [np.array(r.array) for r in self.inputs[2:]]
-        scans: list[list[np.ndarray]] = []
-        s = self.body
-        skip = s.net.const_inputs
-        for it in range(trips):
-            if not cond:
-                break
-            values = [np.array(it, np.int32), np.array(cond, np.int32), *carried]
-            for idx, v in zip(self.body_inputs(), values, strict=True):
-                if idx not in skip:
-                    s.write(idx, np.asarray(v))
-            s.run()
-            outs = [s.read(i) for i in self.body_out]
-            cond = int(np.asarray(outs[0]).ravel()[0])
-            carried = outs[1: 1 + self.carried]
-            scans.append(outs[1 + self.carried:])
-        for ref, v in zip(self.outputs[: self.carried], carried, strict=True):
-            np.copyto(ref.array, np.asarray(v).reshape(ref.desc.shape), casting="unsafe")
-        for k, ref in enumerate(self.outputs[self.carried:]):
-            np.copyto(ref.array, np.stack([sc[k] for sc in scans]).reshape(ref.desc.shape), casting="unsafe")
-
-    def body_inputs(self) -> list[int]:
-        """Body input tensor indices in the subgraph's declared order (i, cond, carried...)."""
-        return list(self.body.net.body_inputs)
+        values = [v if v is not None else np.array(r.array) for v, r in zip(self.values, self.inputs, strict=True)]
+        carried, scans, steps = run_while(self.op, [r.desc for r in self.inputs], values, self.backend.config,
+                                          self.sessions)
+        results = carried + stack_scans(self.op, scans, self.scan_descs)
+        for ref, v in zip(self.outputs, results, strict=True):
+            if v.size != ref.desc.size:
+                raise ModelError(f"op {self.op.name!r}: the loop ran {steps} iterations and gives shape {v.shape} "
+                                 f"for {ref.name!r}, planned {ref.desc.shape} (feed the inputs that decide the "
+                                 f"iteration count before resizing)")
+            np.copyto(ref.array, v.reshape(ref.desc.shape), casting="unsafe")
 
 
 @cpu_kernel(fb.OpType.If)

@@ -1,4 +1,5 @@
-"""Control flow without run-time loops: If as both branches + Select, Scan unrolled over a static length."""
+"""Control flow: If (taken branch, both branches + Select, or MNN's If op), Scan unrolled over a static length, Loop
+unrolled when its trip count is a small constant, else MNN's While op in its ONNX Loop form."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
-from ..bodies import convert_body, if_param
+from ..bodies import convert_body, convert_loop_body, if_param, typed_loop_body
 from ..context import OP, PARAM, Context, OnnxNode
 from ..functions import UseFunctionBody
 from ..registry import onnx_op
@@ -113,3 +114,82 @@ def scan(ctx: Context, node: OnnxNode, *, body: Any = None, num_scan_inputs: int
         if target:
             parts = collected[k][::-1] if out_dirs[k] else collected[k]
             _stack(ctx, parts, out_axes[k], target)
+
+
+UNROLL_LIMIT = 16  # Loops with a constant trip count up to this are unrolled (official MNN's Session runs them)
+
+
+def _always_true(body: Any) -> bool:
+    """The body's condition output is its condition input passed through (maybe via Identity) or a constant true."""
+    produced = {out: node for node in body.node for out in node.output}
+    name, cond_in = body.output[0].name, body.input[1].name
+    inits = {init.name: init for init in body.initializer}
+    for _ in range(len(body.node) + 1):
+        if name == cond_in:
+            return True
+        if name in inits:
+            return bool(np.asarray(onnx_array(inits[name])).all())
+        node = produced.get(name)
+        if node is None or node.op_type not in ("Identity", "Constant"):
+            return False
+        if node.op_type == "Constant":
+            value = next((a.t for a in node.attribute if a.name == "value"), None)
+            return value is not None and bool(np.asarray(onnx_array(value)).all())
+        name = node.input[0]
+    return False
+
+
+def onnx_array(tensor: Any) -> np.ndarray:
+    """A TensorProto as numpy."""
+    from onnx import numpy_helper
+
+    return numpy_helper.to_array(tensor)
+
+
+def _unroll(ctx: Context, node: OnnxNode, body: Any, trips: int) -> None:
+    """The body converted once per iteration (i a constant), carried values threaded, scan outputs stacked."""
+    from ..loader import convert_subgraph
+
+    formal = [i.name for i in body.input]
+    n_carried = len(formal) - 2
+    carried = list(node.inputs[2:])
+    cond = node.input(1) or ctx.const(np.array(True))
+    scans: list[list[str]] = [[] for _ in range(len(body.output) - 1 - n_carried)]
+    for t in range(trips):
+        bindings = dict(zip(formal, [ctx.const(np.array(t, np.int64), "loop_i"), cond, *carried], strict=True))
+        outs = convert_subgraph(ctx, body, f"{node.name}__iter{t}__", bindings)
+        carried = outs[1: 1 + n_carried]
+        for k, value in enumerate(outs[1 + n_carried:]):
+            scans[k].append(value)
+    for k, target in enumerate(node.outputs[:n_carried]):
+        if target:
+            ctx.alias(carried[k], target)
+    for k, target in enumerate(node.outputs[n_carried:]):
+        if target:
+            _stack(ctx, scans[k], 0, target)
+
+
+@onnx_op("Loop")
+def loop(ctx: Context, node: OnnxNode, *, body: Any = None) -> None:
+    """Loop -> unrolled when M is a constant <= UNROLL_LIMIT, cond constant true and the body never stops early;
+    otherwise MNN's While op with the body as subgraph in MNN's ONNX Loop form (`LoopOnnx.cpp`): inputs (M, cond,
+    carried..., outer values...), outputs (carried..., outer values..., scans...); M absent = 2^30, cond absent = 1.
+    """
+    trips, cond = ctx.value(node.input(0)), ctx.value(node.input(1))
+    if (trips is not None and 0 < int(np.asarray(trips).ravel()[0]) <= UNROLL_LIMIT and len(body.output) > 0
+            and (not node.input(1) or (cond is not None and bool(np.asarray(cond).all()))) and _always_true(body)):
+        _unroll(ctx, node, typed_loop_body(ctx, body, list(node.inputs[2:])), int(np.asarray(trips).ravel()[0]))
+        return
+    n_carried = len(body.input) - 2
+    body = typed_loop_body(ctx, body, list(node.inputs[2:]))
+    name = f"{node.name}/Loop"
+    sub = convert_loop_body(ctx, body, f"{node.name}__body__", f"{name}/body")
+    limit = node.input(0) or ctx.const(np.array(1 << 30, np.int32), f"{node.name}_maxInt")
+    keep = node.input(1) or ctx.const(np.array(1, np.int32), f"{node.name}_oneInt")
+    outputs = [out or ctx.graph.unique_name(f"{name}_unused") for out in node.outputs]
+    extra = [ctx.graph.unique_name(f"{name}_extra_unused_{t}") for t in sub.inputs]
+    param = fb.WhileParamT()
+    param.bodyGraph = sub.name
+    ctx.emit(OP.While, [limit, keep, *node.inputs[2:], *sub.inputs],
+             outputs[:n_carried] + extra + outputs[n_carried:], PARAM.WhileParam, param, name=name,
+             default_format=fb.MNN_DATA_FORMAT.NCHW)
