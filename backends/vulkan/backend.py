@@ -204,7 +204,14 @@ class VulkanBackend(Backend):
         view[...] = data
         del view
         self._static.append(buf)
+        COUNTERS["uploads"] += 1
         return Binding(buf, 0, max(data.nbytes, 16))
+
+    def scratch(self, nbytes: int) -> Binding:
+        """A private device buffer of `nbytes` (work memory of an execution run outside a planned schedule)."""
+        buf = DeviceBuffer(self.vdev, nbytes, COUNTERS)
+        self._static.append(buf)
+        return Binding(buf, 0, max(nbytes, 16))
 
     def cached_upload(self, owner: Any, tag: str, make: Callable[[], np.ndarray]) -> Binding:
         """Upload `make()` once per (owner object, tag), e.g. packed weights of an op, reused across resizes."""

@@ -1,7 +1,8 @@
 """Convolution and ConvolutionDepthwise on NC4HW4 tensors, fused bias + ReLU/ReLU6 (MNN: `VulkanConvolution`).
 
 Algorithms: `conv1x1` (1x1, stride 1, no padding: a GEMM over channels, 4 pixels per invocation), `depthwise`
-(group == channels, 4 texels per invocation), else `direct` (general kxk with stride, dilation and padding; groups
+(group == channels, 4 texels per invocation), `winograd` (F(2x2, 3x3) for 3x3 stride-1 convolutions with enough
+channels, see `ops/winograd.py` for the rule), else `direct` (general kxk with stride, dilation and padding; groups
 run as a block-diagonal dense weight; 4 texels x 2 output channel blocks per invocation).
 Weights are packed once per op (reused across resizes) into `[OC/4][IC/4][KH][KW][4 in][4 out]` (depthwise:
 `[C/4][KH][KW][4]`); the direct path pads OC/4 to an even count.
@@ -13,6 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from mnnpy.backends.vulkan.backend import Binding
+from mnnpy.backends.vulkan.ops import winograd
 from mnnpy.backends.vulkan.ops._base import FLT_MAX, VulkanExecution, max_binding_bytes, op_param, vulkan_kernel
 from mnnpy.schema import mnn_generated as fb
 
@@ -86,6 +89,18 @@ class VulkanConv2D(VulkanExecution):
         packed_bytes = (-(-params.out_channels // 8) * 2) * -(-x.shape[1] // 4) * kh * kw * 64
         return packed_bytes <= max_binding_bytes()  # larger packed weights run on the CPU
 
+    def _winograd(self) -> bool:
+        x, y = self.inputs[0].desc, self.outputs[0].desc
+        params = _conv_geometry().conv2d_params(op_param(self.op), int(self.op.type), x.shape)
+        return winograd.chosen(params, x.shape[1], y.shape[1])
+
+    def scratch_bytes(self) -> int:
+        """Winograd's transformed tiles and products (V and M), planned in the arena; else none."""
+        if not self._winograd():
+            return 0
+        n, oc, oh, ow = self.outputs[0].desc.shape
+        return winograd.scratch_bytes(n, self.inputs[0].desc.shape[1], oc, oh, ow, self.backend.tensor_dtype.itemsize)
+
     def encode(self) -> None:
         x, y = self.inputs[0], self.outputs[0]
         conv = op_param(self.op)
@@ -117,6 +132,10 @@ class VulkanConv2D(VulkanExecution):
             values = (h * w, ic, ic4, oc4, items, pixels, lo, hi)
             self.dispatch("conv2d_1x1", [self.bind(x), packed, bias_b], [self.bind(y)], "6iff", values, items)
             return
+        if winograd.chosen(params, ic, oc):
+            self.algorithm = "winograd"
+            self._encode_winograd(weight, bias, (n, ic, h, w), (oc, oh, ow), (top, left), (lo, hi))
+            return
         self.algorithm = "direct"
         # 4 output texels along x times 2 output channel blocks per invocation (weights/bias padded to even OC4)
         items = n * -(-oc4 // 2) * oh * -(-ow // 4)
@@ -124,3 +143,26 @@ class VulkanConv2D(VulkanExecution):
         bias_b = self.upload_once(f"bias8_{ic}", lambda: pad_blocks(pack_bias(bias).reshape(-1, 4)))
         values = (w, h, ic, ic4, ow, oh, oc4, items, kw, kh, sx, sy, left, top, dx, dy, lo, hi)
         self.dispatch("conv2d", [self.bind(x), packed, bias_b], [self.bind(y)], "16iff", values, items)
+
+    def _encode_winograd(self, weight: np.ndarray, bias: np.ndarray, in_shape: tuple[int, ...],
+                         out_shape: tuple[int, ...], pads: tuple[int, int], act: tuple[float, float]) -> None:
+        n, ic, h, w = in_shape
+        oc, oh, ow = out_shape
+        ic4, oc4 = -(-ic // 4), -(-oc // 4)
+        tw, th, tiles = winograd.tile_counts(n, oh, ow)
+        item = self.backend.tensor_dtype.itemsize
+        total = winograd.scratch_bytes(n, ic, oc, oh, ow, item)
+        scratch = self.bind(self.scratch_ref) if self.scratch_ref is not None else self.backend.scratch(total)
+        v_bytes = 16 * ic4 * tiles * 4 * item
+        m_off = (v_bytes + 63) // 64 * 64
+        v = Binding(scratch.buffer, scratch.offset, v_bytes)
+        m = Binding(scratch.buffer, scratch.offset + m_off, total - m_off)
+        u = self.upload_once(f"winograd{ic}", lambda: winograd.transform_weights(weight))
+        bias_b = self.upload_once(f"bias{ic}", lambda: pack_bias(bias))
+        x, y = self.bind(self.inputs[0]), self.bind(self.outputs[0])
+        self.dispatch("winograd_input", [x], [v], "12i", (w, h, ic, ic4, tw, th, tiles, ic4 * tiles,
+                                                            pads[1], pads[0], 0, 0), ic4 * tiles)
+        items = 16 * oc4 * -(-tiles // 4)
+        self.dispatch("winograd_gemm", [v, u], [m], "4i", (ic4, oc4, tiles, items), items)
+        self.dispatch("winograd_output", [m, bias_b], [y], "8iff", (ow, oh, oc4, oc4 * tiles, tw, th, tiles, 0, *act),
+                      oc4 * tiles)

@@ -1,7 +1,8 @@
 """Fixtures for the Vulkan tests: the runtime (skipped when no device) and a driver running executions directly.
 
 `run_op` plays the pipeline's part until the session can run a Vulkan model: on_resize_begin -> on_create ->
-on_acquire -> on_resize_end -> Execution.on_resize, then host copies in, one run, host copy out.
+on_acquire (+ the execution's scratch) -> on_resize_end -> Execution.on_resize, then host copies in, one run,
+host copy out.
 """
 
 from __future__ import annotations
@@ -48,6 +49,11 @@ class OpRunner:
             return
         for ref in (*self.in_refs, *self.out_refs):
             b.on_acquire(ref, StorageType.DYNAMIC)
+        need = self.execution.scratch_bytes()
+        if need:  # as the schedule does: an arena chunk for the execution's work memory
+            scratch = TensorRef(-1, TensorDesc((need,), np.dtype(np.uint8)), "scratch")
+            b.on_acquire(scratch, StorageType.DYNAMIC)
+            self.execution.scratch_ref = scratch
         b.on_resize_end()
         self.execution.on_resize()
 
@@ -105,3 +111,29 @@ def _make_op(op_type: int, param: Any = None) -> Any:
 def make_op() -> Any:
     """`make_op(op_type, param)`: an object-API `fb.OpT` with `main` set."""
     return _make_op
+
+
+def conv_reference(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: tuple[int, int],
+                   pads: tuple[int, int, int, int], dil: tuple[int, int], group: int) -> np.ndarray:
+    """Plain numpy grouped convolution, NCHW; pads = (top, left, bottom, right)."""
+    n, _, h, wd = x.shape
+    oc, icg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    oh = (h + pads[0] + pads[2] - (kh - 1) * dil[0] - 1) // stride[0] + 1
+    ow = (wd + pads[1] + pads[3] - (kw - 1) * dil[1] - 1) // stride[1] + 1
+    out = np.zeros((n, oc, oh, ow), np.float64)
+    ocg = oc // group
+    for g in range(group):
+        xs = xp[:, g * icg:(g + 1) * icg]
+        for ky in range(kh):
+            for kx in range(kw):
+                patch = xs[:, :, ky * dil[0]: ky * dil[0] + (oh - 1) * stride[0] + 1: stride[0],
+                           kx * dil[1]: kx * dil[1] + (ow - 1) * stride[1] + 1: stride[1]]
+                out[:, g * ocg:(g + 1) * ocg] += np.einsum("nchw,oc->nohw", patch, w[g * ocg:(g + 1) * ocg, :, ky, kx])
+    return (out + b.reshape(1, -1, 1, 1)).astype(np.float32)
+
+
+@pytest.fixture
+def conv_ref() -> Any:
+    """`conv_ref(x, w, b, stride, pads (top, left, bottom, right), dilation, group)`: numpy NCHW convolution."""
+    return conv_reference

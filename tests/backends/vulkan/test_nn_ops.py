@@ -13,26 +13,6 @@ from mnnpy.core.ir import TensorDesc
 RNG = np.random.default_rng(11)
 
 
-def conv_ref(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: tuple[int, int], pads: tuple[int, int, int, int],
-             dil: tuple[int, int], group: int) -> np.ndarray:
-    """Plain numpy grouped convolution, NCHW; pads = (top, left, bottom, right)."""
-    n, _, h, wd = x.shape
-    oc, icg, kh, kw = w.shape
-    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
-    oh = (h + pads[0] + pads[2] - (kh - 1) * dil[0] - 1) // stride[0] + 1
-    ow = (wd + pads[1] + pads[3] - (kw - 1) * dil[1] - 1) // stride[1] + 1
-    out = np.zeros((n, oc, oh, ow), np.float64)
-    ocg = oc // group
-    for g in range(group):
-        xs = xp[:, g * icg:(g + 1) * icg]
-        for ky in range(kh):
-            for kx in range(kw):
-                patch = xs[:, :, ky * dil[0]: ky * dil[0] + (oh - 1) * stride[0] + 1: stride[0],
-                           kx * dil[1]: kx * dil[1] + (ow - 1) * stride[1] + 1: stride[1]]
-                out[:, g * ocg:(g + 1) * ocg] += np.einsum("nchw,oc->nohw", patch, w[g * ocg:(g + 1) * ocg, :, ky, kx])
-    return (out + b.reshape(1, -1, 1, 1)).astype(np.float32)
-
-
 def _conv_op(make_op: Any, op_type: int, w: np.ndarray, b: np.ndarray, stride: tuple[int, int],
              pads: tuple[int, int, int, int], dil: tuple[int, int], group: int, relu: bool, relu6: bool) -> Any:
     common = fb.Convolution2DCommonT()
@@ -65,7 +45,7 @@ CONV_CASES = [  # (n, ic, oc, h, w, k, stride, pads, dil, group, expected algori
 
 @pytest.mark.parametrize("act", ["none", "relu", "relu6"])
 @pytest.mark.parametrize("case", CONV_CASES, ids=[c[-1] + str(i) for i, c in enumerate(CONV_CASES)])
-def test_convolution(run_op: Any, make_op: Any, case: tuple, act: str) -> None:
+def test_convolution(run_op: Any, make_op: Any, conv_ref: Any, case: tuple, act: str) -> None:
     n, ic, oc, h, w, k, stride, pads, dil, group, algo = case
     x = RNG.standard_normal((n, ic, h, w)).astype(np.float32)
     wt = (RNG.standard_normal((oc, ic // group, k, k)) * 0.5).astype(np.float32)
