@@ -1,4 +1,4 @@
-"""`mnnpy.numpy.linalg`: norm and solve as core ops (MNN: `MNN.numpy.linalg`); svd is not implemented."""
+"""`mnnpy.numpy.linalg`: norm, solve and svd as core ops (MNN: `MNN.numpy.linalg`)."""
 
 from __future__ import annotations
 
@@ -73,5 +73,12 @@ def solve(a: Any, b: Any) -> Var:
 
 
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Any:
-    """Not implemented: the core has no Svd op (MNN: `numpy.linalg.svd`)."""
-    raise NotImplementedError("mnnpy.numpy does not implement linalg.svd (no Svd op in the core)")
+    """(u, s, vh) of an [M, N] matrix, M >= N, through the core's Svd op (MNN: `numpy.linalg.svd`).
+
+    As MNN, the factors are always the thin ones (u [M, N], vh [N, N]) whatever `full_matrices` says; with
+    `compute_uv=False` only the singular values come back, as numpy.
+    """
+    from mnnpy.expr.lowlevel import svd as expr_svd
+
+    w, u, vt = expr_svd(fvar(a))
+    return (u, w, vt) if compute_uv else w

@@ -197,8 +197,12 @@ def test_products_and_linalg(check: Any) -> None:
     check(mnp.linalg.solve(m, rhs), np.linalg.solve(m, rhs).astype(np.float32), rtol=1e-4, atol=1e-5)
     check(mnp.linalg.solve(m, np.stack([rhs, rhs], 1)),
           np.linalg.solve(m, np.stack([rhs, rhs], 1)).astype(np.float32), rtol=1e-4, atol=1e-5)
-    with pytest.raises(NotImplementedError, match="svd"):
-        mnp.linalg.svd(m)
+    u, s, vh = mnp.linalg.svd(m)
+    np.testing.assert_allclose(s.read(), np.linalg.svd(m, compute_uv=False), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(u.read() @ np.diag(s.read()) @ vh.read(), m, rtol=1e-4, atol=1e-5)
+    tall = RNG.uniform(-1, 1, (6, 3)).astype(np.float32)
+    np.testing.assert_allclose(mnp.linalg.svd(tall, compute_uv=False).read(), np.linalg.svd(tall, compute_uv=False),
+                               rtol=1e-5, atol=1e-6)
 
 
 def test_random() -> None:
