@@ -37,6 +37,7 @@ class InputSpec:
 
     shape: list[int]
     dtype: int = fb.DataType.DT_FLOAT
+    dformat: int = fb.MNN_DATA_FORMAT.NCHW  # TF models declare NHWC inputs, as MNNConvert does
 
 
 @dataclass

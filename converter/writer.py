@@ -46,11 +46,11 @@ def make_blob(arr: np.ndarray) -> fb.BlobT:
     return blob
 
 
-def _input_op(name: str, shape: list[int], dtype: int) -> fb.OpT:
+def _input_op(name: str, shape: list[int], dtype: int, dformat: int = fb.MNN_DATA_FORMAT.NCHW) -> fb.OpT:
     param = fb.InputT()
     param.dims = list(shape)
     param.dtype = dtype
-    param.dformat = fb.MNN_DATA_FORMAT.NCHW
+    param.dformat = dformat
     op = fb.OpT()
     op.type = fb.OpType.Input
     op.name = name
@@ -97,7 +97,7 @@ def graph_to_net(graph: Graph, biz_code: str = "MNN", source_type: int = fb.NetS
     produced: set[str] = set(graph.inputs)
     for name, spec in graph.inputs.items():
         tensor(name)
-        op = _input_op(name, spec.shape, spec.dtype)
+        op = _input_op(name, spec.shape, spec.dtype, spec.dformat)
         op.outputIndexes = [index[name]]
         ops.append(op)
     for node in graph.topological_order():

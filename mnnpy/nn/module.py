@@ -195,7 +195,8 @@ class SessionModule(Module):
         for name, value in zip(self.input_names, values, strict=True):
             s.write(s.input_index(name), value)
         s.run()
-        outs = [const_of(np.array(s.read(s.output_index(n)))) for n in self.output_names]
+        outs = [const_of(np.array(s.read(i)), "NHWC" if s.graph.descs[i].fmt == "NHWC" else "NCHW")
+                for i in map(s.output_index, self.output_names)]  # TF models' outputs are NHWC, as in MNN
         return outs[0] if single and len(outs) == 1 else outs
 
 

@@ -117,7 +117,8 @@ class Context:
             return self._nhwc[key]
         if key not in self._nchw:
             raise ConvertError(f"tensor '{key}' is read before anything produces it")
-        out = self.permute(self._nchw[key], TO_NHWC, key)
+        name = key if key not in self.graph.inputs else self.graph.unique_name(key + "__nhwc")
+        out = self.permute(self._nchw[key], TO_NHWC, name)
         self._nhwc[key] = out
         return out
 
@@ -146,6 +147,13 @@ class Context:
                 table[dst] = table[src]
         if src in self.shapes:
             self.shapes[dst] = self.shapes[src]
+
+    def rename_tensor(self, old: str, new: str) -> None:
+        """Graph tensor `old` is now called `new` (the loader moves a name aside for a graph output)."""
+        for table in (self._nhwc, self._nchw):
+            for key, name in table.items():
+                if name == old:
+                    table[key] = new
 
     def out_name(self, key: str, nchw: bool = False) -> str:
         """Graph tensor name for TF tensor `key`: its own name in TF layout, `key__nchw` for the NCHW copy."""

@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from mnnpy.schema import mnn_generated as fb
 
-from ...graph import ConvertError, Graph, InputSpec, normalize_const
+from ...graph import ConvertError, Graph, normalize_const
+from . import edges
 from . import tf_graph_pb2 as pb
-from .context import TF_TO_MNN_DTYPE, Context, TfNode, tensor_key
+from .context import Context, TfNode, tensor_key
 from .registry import lookup
 
 # TF DataType -> numpy dtype of its values.
@@ -171,7 +171,7 @@ def load_graph_def(source: str | Path | bytes | Any, outputs: list[str] | None =
             graph.constants[node.name] = normalize_const(np.asarray(value))
             ctx.set_out(node.name, node.name)
         elif node.op == "Placeholder":
-            _placeholder(ctx, node, (input_shapes or {}).get(node.name))
+            edges.placeholder(ctx, node, (input_shapes or {}).get(node.name))
         else:
             handler = lookup(node.op)
             assert handler is not None
@@ -180,20 +180,6 @@ def load_graph_def(source: str | Path | bytes | Any, outputs: list[str] | None =
         if ctx.value(key) is not None:
             raise ConvertError(f"output '{key}' is a constant; MNN models cannot output constants")
     for key in outputs:
-        name = ctx.x(key)
-        if name != key:  # an output shared with another tensor: an Identity the identity pass resolves
-            graph.add(fb.OpType.Identity, [name], [key], name=key)
+        edges.output(ctx, key)
     graph.outputs = list(outputs)
     return graph
-
-
-def _placeholder(ctx: Context, node: TfNode, override: list[int] | None) -> None:
-    shape = override if override is not None else node.attr("shape")
-    if shape is None:
-        raise ConvertError(f"{node.label()}: unknown rank; pass its shape (input_shapes)")
-    dims = [-1 if d is None or d < 0 else int(d) for d in shape]
-    dtype = TF_TO_MNN_DTYPE.get(node.attr("dtype", 1), fb.DataType.DT_FLOAT)
-    if dtype == fb.DataType.DT_BOOL:
-        dtype = fb.DataType.DT_INT32
-    ctx.graph.inputs[node.name] = InputSpec(dims, dtype)
-    ctx.set_out(node.name, node.name, shape=[None if d < 0 else d for d in dims])

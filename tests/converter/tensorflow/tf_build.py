@@ -100,45 +100,56 @@ def convert(builder: GraphBuilder, path: Path, outputs: list[str] | None = None)
     return net
 
 
-def run_mnnpy(path: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Run a .mnn in mnnpy's Interpreter."""
-    import mnnpy
-
-    interp = mnnpy.Interpreter(str(path))
+def run_session(lib: Any, path: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Run a converted TF model through `lib`'s Session API (mnnpy or the official MNN wheel: the same calls), as
+    MNN users run TF models: NHWC arrays in and out through Tensorflow-dimension host tensors."""
+    interp = lib.Interpreter(str(path))
     session = interp.createSession({})
+    nhwc = lib.Tensor_DimensionType_Tensorflow
     for name, x in feeds.items():
         tensor = interp.getSessionInput(session, name)
-        if tuple(tensor.getShape()) != x.shape:
-            interp.resizeTensor(tensor, x.shape)
-            interp.resizeSession(session)
-        interp.getSessionInput(session, name).copyFrom(x)
-    interp.runSession(session)
-    return {k: v.getNumpyData() for k, v in interp.getSessionOutputAll(session).items()}
-
-
-def run_official(path: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Run a .mnn in the official MNN wheel (skips when it is missing); inputs may resize the session."""
-    mnn = pytest.importorskip("MNN", reason="official MNN wheel (pip install mnn) not installed")
-    interp = mnn.Interpreter(str(path))
-    session = interp.createSession({})
-    for name, x in feeds.items():
-        tensor = interp.getSessionInput(session, name)
+        assert tensor.getDimensionType() == nhwc, f"TF input {name} must be declared NHWC"
         if tuple(tensor.getShape()) != x.shape:
             interp.resizeTensor(tensor, tuple(x.shape))
             interp.resizeSession(session)
             tensor = interp.getSessionInput(session, name)
-        tensor.copyFrom(mnn.Tensor(x.shape, mnn.Halide_Type_Float, np.ascontiguousarray(x, np.float32),
-                                   mnn.Tensor_DimensionType_Caffe))
+        kind = lib.Halide_Type_Int if x.dtype.kind in "iub" else lib.Halide_Type_Float
+        data = np.ascontiguousarray(x, np.int32 if x.dtype.kind in "iub" else np.float32)
+        tensor.copyFrom(lib.Tensor(x.shape, kind, data, nhwc))
     interp.runSession(session)
     outputs = {}
     for name, tensor in interp.getSessionOutputAll(session).items():
         shape = tuple(tensor.getShape())
-        kind, dtype = (mnn.Halide_Type_Int, np.int32) if tensor.getDataType() == mnn.Halide_Type_Int else \
-            (mnn.Halide_Type_Float, np.float32)
-        host = mnn.Tensor(shape, kind, np.zeros(shape, dtype), mnn.Tensor_DimensionType_Caffe)
+        kind, dtype = (lib.Halide_Type_Int, np.int32) if tensor.getDataType() == lib.Halide_Type_Int else \
+            (lib.Halide_Type_Float, np.float32)
+        host = lib.Tensor(shape, kind, np.zeros(shape, dtype), nhwc)
         tensor.copyToHostTensor(host)
         outputs[name] = np.array(host.getData(), dtype).reshape(shape)
     return outputs
+
+
+def run_mnnpy(path: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Run a .mnn in mnnpy's Interpreter (NHWC host tensors)."""
+    import mnnpy
+
+    return run_session(mnnpy, path, feeds)
+
+
+def run_official(path: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Run a .mnn in the official MNN wheel (skips when it is missing; NHWC host tensors)."""
+    mnn = pytest.importorskip("MNN", reason="official MNN wheel (pip install mnn) not installed")
+    return run_session(mnn, path, feeds)
+
+
+def run_module(lib: Any, path: Path, feeds: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
+    """Run a converted TF model through `lib`'s expr/Module API (mnnpy or official MNN): NHWC Vars in, outputs
+    read in NHWC."""
+    F = lib.expr  # noqa: N806 - MNN's own alias
+    module = lib.nn.load_module_from_file(str(path), list(feeds), outputs)
+    args = [F.const(np.ascontiguousarray(x, np.float32), list(x.shape), F.NHWC, F.float) for x in feeds.values()]
+    values = module.forward(args)
+    values = values if isinstance(values, list | tuple) else [values]
+    return {name: np.array(F.convert(v, F.NHWC).read(), np.float32) for name, v in zip(outputs, values, strict=True)}
 
 
 def check(builder: GraphBuilder, feeds: dict[str, np.ndarray], refs: dict[str, np.ndarray], tmp_path: Path,
