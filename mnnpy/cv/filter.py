@@ -131,10 +131,38 @@ def GaussianBlur(src: Any, ksize: Sequence[int], sigmaX: float, sigmaY: float = 
         kw = round(sigmaX * depth_factor * 2 + 1) | 1
     if kh <= 0:
         kh = round(sy * depth_factor * 2 + 1) | 1
+    if kw % 2 == 0 or kh % 2 == 0:
+        raise ValueError(f"GaussianBlur: ksize must be odd and positive (or zero with sigma > 0), got {tuple(ksize)}")
+    if np_dtype(v) == np.uint8:  # OpenCV's bit-exact fixed-point path: Q8 taps, Q16 sums, round half up
+        kx, ky = _gaussian_q8(kw, sigmaX), _gaussian_q8(kh, sy)
+        out, was_2d = sep_correlate(v, kx, ky, None, borderType)  # integers < 2**24: exact in float32
+        out = ex.floor((out + 32768.0) * (1.0 / 65536.0))
+        return restore(ex.cast(ex.minimum(out, 255.0), ex.uint8), was_2d)
     kx = getGaussianKernel(kw, sigmaX)
     ky = getGaussianKernel(kh, sy)
     out, was_2d = sep_correlate(v, kx, ky, None, borderType)
     return finish(out, was_2d, np_dtype(v), -1, half_up=True)
+
+
+def _gaussian_q8(n: int, sigma: float) -> np.ndarray:
+    """OpenCV's uint8 Gaussian taps: the double kernel (normalised from the half-kernel sum) quantised to Q8 by
+    error diffusion from the outside in (round half to even), the centre tap taking the rest so the taps sum to 256."""
+    if sigma <= 0 and n in _SMALL_GAUSS:
+        k = np.asarray(_SMALL_GAUSS[n], np.float64)
+    else:
+        s = sigma if sigma > 0 else n * 0.15 + 0.35
+        x = np.arange(1 - n, 0, 2, dtype=np.float64)[: (n - 1) // 2]  # twice the distance to the centre
+        side = np.exp(x * x * (-0.125 / (s * s)))
+        mul = 1.0 / (side.sum() * 2.0 + 1.0 + (0.0 if n % 2 else 1.0))
+        k = np.concatenate([side * mul, [mul], side[::-1] * mul])
+    q = np.zeros(n, np.float64)
+    err = 0.0
+    for i in range(n // 2):
+        adj = k[i] * 256.0 + err
+        q[i] = q[n - 1 - i] = round(adj)
+        err = adj - q[i]
+    q[n // 2] = 256.0 - 2.0 * q[: n // 2].sum()
+    return q
 
 
 def Sobel(src: Any, ddepth: int, dx: int, dy: int, ksize: int = 3, scale: float = 1.0,

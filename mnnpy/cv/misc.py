@@ -80,7 +80,8 @@ def adaptiveThreshold(src: Any, maxValue: float, adaptiveMethod: int, thresholdT
     if adaptiveMethod == cc.ADAPTIVE_THRESH_MEAN_C:
         mean_img = boxFilter(v, -1, (blockSize, blockSize), None, True, border)
     else:
-        mean_img = GaussianBlur(v, (blockSize, blockSize), 0, 0, border)
+        # OpenCV blurs a float copy and rounds half to even (not its fixed-point uint8 Gaussian): ties differ
+        mean_img = saturate(GaussianBlur(as_float(v), (blockSize, blockSize), 0, 0, border), np_dtype(v))
     diff = as_float(v) - as_float(mean_img)
     mv = float(round(maxValue))
     zero = diff * 0.0

@@ -27,11 +27,26 @@ def test_box_filters(cv2, close, img: np.ndarray) -> None:
 
 @pytest.mark.parametrize("img", IMAGES, ids=image_ids())
 def test_gaussian_and_bilateral(cv2, close, img: np.ndarray) -> None:
-    close(MNN.cv.GaussianBlur(img, (5, 5), 1.2), cv2.GaussianBlur(img, (5, 5), 1.2), _atol(img))
-    close(MNN.cv.GaussianBlur(img, (0, 0), 1.5), cv2.GaussianBlur(img, (0, 0), 1.5), _atol(img))
-    close(MNN.cv.GaussianBlur(img, (3, 7), 0), cv2.GaussianBlur(img, (3, 7), 0), _atol(img))
+    exact = 0 if img.dtype == np.uint8 else 1e-3  # uint8: OpenCV's bit-exact fixed-point Gaussian
+    close(MNN.cv.GaussianBlur(img, (5, 5), 1.2), cv2.GaussianBlur(img, (5, 5), 1.2), exact)
+    close(MNN.cv.GaussianBlur(img, (0, 0), 1.5), cv2.GaussianBlur(img, (0, 0), 1.5), exact)
+    close(MNN.cv.GaussianBlur(img, (3, 7), 0), cv2.GaussianBlur(img, (3, 7), 0), exact)
     if img.dtype != np.uint8 or img.ndim == 2 or img.shape[2] == 3:  # OpenCV: 8u bilateral is 1 or 3 channels
         close(MNN.cv.bilateralFilter(img, 5, 30, 3), cv2.bilateralFilter(img, 5, 30, 3), _atol(img, 0.5))
+
+
+@pytest.mark.parametrize("ksize,sigma", [((9, 9), 0), ((15, 15), 0), ((11, 5), 2.3), ((3, 3), 0.5), ((0, 0), 0.8),
+                                         ((7, 13), 3.7)])
+def test_gaussian_uint8_bit_exact(cv2, close, photo: np.ndarray, ksize: tuple[int, int], sigma: float) -> None:
+    for b in [*BORDERS[:4], "BORDER_REPLICATE"]:
+        border = getattr(cv2, b) | (cv2.BORDER_ISOLATED if b == "BORDER_REPLICATE" else 0)
+        close(MNN.cv.GaussianBlur(photo, ksize, sigma, borderType=border),
+              cv2.GaussianBlur(photo, ksize, sigma, borderType=border), 0)
+    gray = np.ascontiguousarray(photo[:, :, 2])
+    close(MNN.cv.GaussianBlur(gray, ksize, sigma, sigma * 0.5),
+          cv2.GaussianBlur(gray, ksize, sigma, None, sigma * 0.5), 0)
+    with pytest.raises(ValueError, match="GaussianBlur: ksize must be odd"):
+        MNN.cv.GaussianBlur(gray, (4, 3), 1.0)
 
 
 @pytest.mark.parametrize("img", IMAGES, ids=image_ids())
