@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 from mnnpy.backends.cpu.layout import zero_tail
-from mnnpy.backends.cpu.ops._common import CF, CPUExecution, erf
+from mnnpy.backends.cpu.ops._common import CF, CPUExecution, erf, gelu_erf
 from mnnpy.schema import mnn_generated as fb
 
 from mnnpy.core.registry import cpu_kernel
@@ -73,6 +73,13 @@ class Unary(CPUExecution):
             raise NotImplementedError(f"UnaryOp {kind} on op {self.op.name!r}")
         self.fn = UNARY[kind]
         self.algorithm = f"unary-{kind}"
+        plain = self.x.array.dtype == np.float32 and not np.shares_memory(self.x.array, self.y.array)
+        if kind == 33 and plain:  # GELU (erf): in place, scratch shared by shape
+            key = ("gelu-scratch", self.x.array.shape)
+            pair = self.backend.kernel_cache.get(key) or (np.empty_like(self.x.array), np.empty_like(self.x.array))
+            self.backend.kernel_cache[key] = pair
+            self.fn = lambda x, out: gelu_erf(x, out, *pair)
+            self.algorithm = "gelu-erf"
 
     def on_execute(self) -> None:
         self.fn(self.x.array, self.y.array)

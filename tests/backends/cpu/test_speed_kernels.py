@@ -1,0 +1,52 @@
+"""Kernels rewritten for speed keep their results: in-place GELU (erf) against float64 math.erf, through a session
+(packed and plain layouts)."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mnnpy.backends.cpu.ops._common import gelu_erf
+
+from mnnpy.core.session import Session
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "core"))
+from netbuild import NetBuilder
+
+GELU = 33
+
+
+def _gelu64(x: np.ndarray) -> np.ndarray:
+    v = x.astype(np.float64)
+    return 0.5 * v * (1.0 + np.vectorize(math.erf)(v / math.sqrt(2.0)))
+
+
+def test_gelu_erf_matches_float64() -> None:
+    x = np.concatenate([np.linspace(-12, 12, 4001), [0.0, -0.0, 1e-30, -1e-30, 40.0, -40.0]]).astype(np.float32)
+    out, a, t = np.empty_like(x), np.empty_like(x), np.empty_like(x)
+    gelu_erf(x, out, a, t)
+    want = _gelu64(x)
+    assert np.all(np.isfinite(out))
+    # erf's polynomial (|error| < 1.5e-7) times |x|/2, plus float32 rounding of values up to 12
+    np.testing.assert_allclose(out, want, rtol=2e-6, atol=2e-6)
+    assert out[-2] == 40.0 and out[-1] == 0.0
+
+
+@pytest.mark.parametrize("shape", [(1, 13, 5, 7), (2, 128, 64)])
+def test_gelu_in_session(shape: tuple[int, ...]) -> None:
+    nb = NetBuilder()
+    nb.input("x", shape)
+    nb.unary("x", "h", 0)  # ABS then negate: GELU's input is a computed (packed or plain) tensor
+    nb.unary("h", "n", 1)
+    nb.unary("n", "y", GELU)
+    nb.outputs("y")
+    s = Session(nb.net)
+    x = (np.random.default_rng(2).standard_normal(shape) * 3).astype(np.float32)
+    s.write(s.input_index("x"), x)
+    s.run()
+    kinds = {c["algorithm"] for c in s.info()["commands"] if c["type"] == "UnaryOp"}
+    assert "gelu-erf" in kinds, kinds
+    np.testing.assert_allclose(s.read(s.output_index("y")), _gelu64(-np.abs(x)), rtol=2e-6, atol=2e-6)
