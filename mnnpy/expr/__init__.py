@@ -125,6 +125,7 @@ from mnnpy.expr.reduce import (
     reduce_sum,
     sort,
 )
+from mnnpy.expr.roi import crop_and_resize, roi_align, roi_pooling
 from mnnpy.expr.shape_ops import (
     batch_to_space_nd,
     broadcast_to,
@@ -167,10 +168,7 @@ from mnnpy.expr.shape_ops import (
 from mnnpy.expr.unsupported import STUBS, gc, lazy_eval, set_global_executor_config, set_lazy_mode
 from mnnpy.expr.var import Var
 
-crop_and_resize = STUBS["crop_and_resize"]
 detection_post_process = STUBS["detection_post_process"]
-roi_align = STUBS["roi_align"]
-roi_pooling = STUBS["roi_pooling"]
 jsonop = STUBS["jsonop"]
 
 # MNN's module-level constants

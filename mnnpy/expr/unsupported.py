@@ -12,10 +12,7 @@ from mnnpy.expr import graph
 
 # name -> why it is missing (the core op or capability that is lacking)
 MISSING: dict[str, str] = {
-    "crop_and_resize": "no CropAndResize op in the core",
     "detection_post_process": "no DetectionPostProcess op in the core",
-    "roi_align": "no ROIAlign op in the core",
-    "roi_pooling": "no ROIPooling op in the core",
     "jsonop": "no JSON op description reader",
 }
 

@@ -1,0 +1,56 @@
+"""Shapes of region-of-interest ops: ROIPooling, ROIAlign and CropAndResize (MNN: ShapeROIPooling, ShapeROIAlign,
+ShapeCropAndResize).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mnnpy.core.ir import NC4HW4, NHWC, TensorDesc
+from mnnpy.core.registry import shape_fn
+from mnnpy.schema import mnn_generated as fb
+from mnnpy.schema.errors import ModelError
+
+OT = fb.OpType
+
+
+def _rois(op: Any, descs: list[TensorDesc], kind: str) -> int:
+    """Number of ROIs: roi [n, 5] (batch, x1, y1, x2, y2), or roi [n, 4] plus batch indices [n] (ONNX form)."""
+    x, roi = descs[0], descs[1]
+    if len(x.shape) != 4:
+        raise ModelError(f"op {op.name!r} ({kind}): input must be 4-D [N, C, H, W], got {list(x.shape)}")
+    want = 4 if len(descs) > 2 else 5
+    if len(roi.shape) != 2 or roi.shape[1] != want:
+        raise ModelError(f"op {op.name!r} ({kind}): roi must be [num_rois, {want}], got {list(roi.shape)}")
+    if len(descs) > 2 and descs[2].shape not in ((roi.shape[0],), (roi.shape[0], 1)):
+        raise ModelError(f"op {op.name!r} ({kind}): batch indices {list(descs[2].shape)} do not match "
+                         f"{roi.shape[0]} rois")
+    return roi.shape[0]
+
+
+@shape_fn(OT.ROIPooling, OT.ROIAlign)
+def roi(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
+    """[num_rois, C, pooledHeight, pooledWidth], NC4HW4 as MNN."""
+    kind = "ROIPooling" if op.type == OT.ROIPooling else "ROIAlign"
+    p = op.main
+    if p is None or p.pooledHeight <= 0 or p.pooledWidth <= 0:
+        raise ModelError(f"op {op.name!r} ({kind}): pooled size must be positive")
+    n = _rois(op, descs, kind)
+    return [TensorDesc((n, descs[0].shape[1], p.pooledHeight, p.pooledWidth), descs[0].dtype, NC4HW4)]
+
+
+@shape_fn(OT.CropAndResize, needs_values=(3,))
+def crop_and_resize(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
+    """image [N, H, W, C] (NHWC), boxes [n, 4], box_ind [n], crop_size [2] -> [n, crop_h, crop_w, C] NHWC."""
+    x, boxes, ind = descs[0], descs[1], descs[2]
+    if len(x.shape) != 4:
+        raise ModelError(f"op {op.name!r} (CropAndResize): image must be 4-D NHWC, got {list(x.shape)}")
+    if len(boxes.shape) != 2 or boxes.shape[1] != 4:
+        raise ModelError(f"op {op.name!r} (CropAndResize): boxes must be [num_boxes, 4], got {list(boxes.shape)}")
+    if ind.shape != (boxes.shape[0],):
+        raise ModelError(f"op {op.name!r} (CropAndResize): box_ind must be [{boxes.shape[0]}], got {list(ind.shape)}")
+    size = [int(v) for v in values[3].ravel()]
+    if len(size) != 2 or min(size) <= 0:
+        raise ModelError(f"op {op.name!r} (CropAndResize): crop_size must be two positive ints, got {size}")
+    # the image is NHWC by contract (mnnpy.expr converts first); folded constants lose their format label
+    return [TensorDesc((boxes.shape[0], size[0], size[1], x.shape[3]), x.dtype, NHWC)]
