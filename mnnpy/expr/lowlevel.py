@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from mnnpy.expr import math as m
+from mnnpy.expr._attrs import extra
 from mnnpy.expr.var import Var, apply, to_var
 from mnnpy.schema import mnn_generated as fb
 
@@ -74,26 +75,6 @@ def svd(x: Any) -> list[Var]:
     return apply(OT.Svd, [v], n_out=3, dtypes=[np.float32] * 3)
 
 
-class IntList(fb.ListValueT):
-    """A ListValue of ints. flatc's generated `ListValueT.Pack` cannot pack `i` (its local `type` shadows the
-    builtin the ndarray check calls), so this one packs the int vector itself.
-    """
-
-    def Pack(self, builder: Any) -> int:
-        vec = builder.CreateNumpyVector(np.asarray(self.i, np.int32))
-        fb.ListValueStart(builder)
-        fb.ListValueAddI(builder, vec)
-        return fb.ListValueEnd(builder)
-
-
-def _int_list(key: str, values: Sequence[int]) -> Any:
-    a = fb.AttributeT()
-    a.key = key
-    a.list = IntList()
-    a.list.i = np.asarray([int(v) for v in values], np.int32)
-    return a
-
-
 def raster(vars: Sequence[Any], region: Sequence[int], shape: Sequence[int]) -> Var:
     """Copy regions of the inputs into a new tensor of `shape` (MNN: `expr.raster`, Raster op).
 
@@ -109,8 +90,5 @@ def raster(vars: Sequence[Any], region: Sequence[int], shape: Sequence[int]) -> 
                          f"{REGION_INTS} per input")
     if any(int(d) < 0 for d in shape):
         raise ValueError(f"mnnpy.expr.raster: negative output shape {list(shape)}")
-    extra = fb.ExtraT()
-    extra.type = "Raster"
-    extra.engine = "MNN"
-    extra.attr = [_int_list("region", regs), _int_list("shape", shape)]
-    return apply(OT.Raster, ins, PT.Extra, extra, dtypes=[ins[0].np_dtype])
+    params = extra("Raster", "MNN", region=regs, shape=[int(d) for d in shape])
+    return apply(OT.Raster, ins, PT.Extra, params, dtypes=[ins[0].np_dtype])

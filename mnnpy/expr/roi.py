@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from mnnpy.expr import math as m
+from mnnpy.expr._attrs import extra
 from mnnpy.expr.enums import Interp_Method, Pooling_Mode, data_format
 from mnnpy.expr.var import Var, apply, to_var
 from mnnpy.schema import mnn_generated as fb
@@ -99,16 +100,6 @@ def crop_and_resize(x: Any, boxes: Any, box_ind: Any, crop_size: Any, method: An
         image = m.convert(image, data_format.NHWC)
     if not nearest and float(extrapolation_value) == 0.0:
         return apply(OT.CropAndResize, [image, b, ind, size], PT.CropAndResize, fb.CropAndResizeT())
-    extra = fb.ExtraT()
-    extra.type, extra.engine = "CropAndResize", "mnnpy"
-    attrs = []
-    for key, value in (("method", "NEAREST" if nearest else "BILINEAR"), ("extrapolation_value", None)):
-        a = fb.AttributeT()
-        a.key = key
-        if value is None:
-            a.f = float(extrapolation_value)
-        else:
-            a.s = value
-        attrs.append(a)
-    extra.attr = attrs
-    return apply(OT.CropAndResize, [image, b, ind, size], PT.Extra, extra)
+    params = extra("CropAndResize", "mnnpy", method="NEAREST" if nearest else "BILINEAR",
+                   extrapolation_value=float(extrapolation_value))
+    return apply(OT.CropAndResize, [image, b, ind, size], PT.Extra, params)

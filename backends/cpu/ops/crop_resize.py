@@ -14,24 +14,20 @@ from mnnpy.schema.errors import ModelError
 
 from mnnpy.core.ir import NCHW
 from mnnpy.core.registry import cpu_kernel
+from mnnpy.core.shape.raster_op import extra_attrs
 
 
 def crop_params(op: Any) -> tuple[bool, float]:
     """(nearest, extrapolation value): MNN's defaults from the (field-less) CropAndResize table, else from the
     Extra attributes mnnpy writes for non-default settings.
     """
-    nearest, extrapolation = False, 0.0
-    if op.mainType == fb.OpParameter.Extra and op.main is not None:
-        for a in op.main.attr or []:
-            key = a.key.decode() if isinstance(a.key, bytes) else str(a.key)
-            if key == "method":
-                method = a.s.decode() if isinstance(a.s, bytes) else str(a.s)
-                if method not in ("BILINEAR", "NEAREST"):
-                    raise ModelError(f"op {op.name!r} (CropAndResize): unknown method {method!r}")
-                nearest = method == "NEAREST"
-            elif key == "extrapolation_value":
-                extrapolation = float(a.f)
-    return nearest, extrapolation
+    attrs = extra_attrs(op)
+    method = attrs["method"].s if "method" in attrs else "BILINEAR"
+    method = method.decode() if isinstance(method, bytes) else str(method)
+    if method not in ("BILINEAR", "NEAREST"):
+        raise ModelError(f"op {op.name!r} (CropAndResize): unknown method {method!r}")
+    extrapolation = float(attrs["extrapolation_value"].f) if "extrapolation_value" in attrs else 0.0
+    return method == "NEAREST", extrapolation
 
 
 def _coords(lo: float, hi: float, out: int, size: int) -> np.ndarray:

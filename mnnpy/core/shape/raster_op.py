@@ -19,11 +19,18 @@ OT = fb.OpType
 REGION_INTS = 11
 
 
+def extra_attrs(op: Any) -> dict[str, Any]:
+    """An op's Extra-parameter attributes by key (empty when its parameter is not an Extra)."""
+    if op.mainType != fb.OpParameter.Extra or op.main is None:
+        return {}
+    return {(a.key.decode() if isinstance(a.key, bytes) else str(a.key)): a for a in op.main.attr or []}
+
+
 def _attrs(op: Any) -> dict[str, Any]:
-    extra = op.main
-    if extra is None or not hasattr(extra, "attr"):
+    attrs = extra_attrs(op)
+    if not attrs:
         raise ModelError(f"op {op.name!r} (Raster): needs an Extra parameter with 'shape' and 'region' attributes")
-    return {(a.key.decode() if isinstance(a.key, bytes) else str(a.key)): a for a in extra.attr or []}
+    return attrs
 
 
 def _ints(attrs: dict[str, Any], key: str, op: Any) -> list[int]:
