@@ -4,11 +4,15 @@ MNN: `VulkanBackend` with `MNN_GPU_RECORD_BATCH` (all ops share one command buff
 `on_resize_begin` (forget the old plan) -> `on_acquire`/`on_release` (DYNAMIC tensors planned into one arena
 buffer, STATIC ones get their own buffers at once) -> `on_resize_end` (arena allocated, arrays bound) ->
 `Execution.on_resize` (pipelines + descriptor sets, appended to the dispatch list in command order).
+`on_resize_done` records (see `recording.py`: one secondary command buffer per execution, reused across resizes
+while its pipelines, bound ranges, push constants and group counts stay the same; a primary per range).
 A run: `on_execute_begin` -> each `Execution.on_execute` only moves the cursor -> `on_execute_end` submits the
-recorded command buffer and waits on the fence. The command buffer is recorded at the first run after a resize
-and reused afterwards (counters `records` and `pipelines_created` do not move on later runs). If a host copy
-(`on_copy`, e.g. around a CPU fallback op) happens mid-run, the dispatches up to the cursor are submitted first;
-each (start, end) range gets its own recorded command buffer, also reused.
+recorded primary and waits on the fence (counters `records`, `executions_recorded` and `pipelines_created` do not
+move on later runs). If a host copy (`on_copy`, e.g. around a CPU fallback op) happens mid-run, the dispatches up
+to the cursor are submitted first; each range gets its own primary, also reused.
+What keeps bindings stable across resizes: session inputs/outputs (DYNAMIC_SEPARATE) get their own buffers, kept
+per tensor while they fit; the arena is kept while it fits; constants and index tables are uploaded once per
+content (`uploads` counter), packed weights once per op.
 
 Mixed sessions (some ops fell back to the CPU backup): the schedule inserts Copy commands that call `on_copy`,
 which first submits the dispatches due so far, so a run costs one submit per Vulkan segment. Safety net: if an
@@ -24,6 +28,7 @@ variants convert on load/store and compute in fp32; weights stay fp32): tensor a
 
 from __future__ import annotations
 
+import hashlib
 import math
 import struct
 import sys
@@ -36,12 +41,11 @@ import vulkan as vk
 from mnnpy.backends.vulkan import layout
 from mnnpy.backends.vulkan.memory import DeviceBuffer
 from mnnpy.backends.vulkan.pipeline import DescriptorAllocator, Pipeline
+from mnnpy.backends.vulkan.recording import Recorder
 from mnnpy.backends.vulkan.runtime import COUNTERS
 
 from mnnpy.core import memory
 from mnnpy.core.backend import Backend, Execution, Runtime, StorageType, TensorRef
-
-_BARRIER_DST = vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
 
 
 @dataclass(frozen=True)
@@ -60,10 +64,9 @@ class Binding:
 
 @dataclass
 class Dispatch:
-    """One recorded compute dispatch (pipeline, descriptor set, push constants, group count, hazards)."""
+    """One compute dispatch (pipeline, push constants, group count, bound ranges: reads then writes)."""
 
     pipeline: Pipeline
-    descriptor_set: Any
     push: bytes
     groups: int
     reads: list[Binding] = field(default_factory=list)
@@ -85,7 +88,13 @@ class VulkanBackend(Backend):
         self._bindings: dict[int, Binding] = {}
         self._static: list[DeviceBuffer] = []
         self.dispatches: list[Dispatch] = []
-        self._recorded: dict[tuple[int, int], Any] = {}
+        self.bounds: list[tuple[int, int]] = []  # each execution's dispatch range, in command order
+        self.recorder = Recorder(self.vdev, self.descriptors, COUNTERS)
+        self._ranges: dict[tuple[int, int], Any] = {}  # (start, end) -> primary, for this plan
+        self._separate: dict[int, DeviceBuffer] = {}
+        self._separate_used: set[int] = set()
+        self._uploads: dict[tuple, Binding] = {}
+        self._uploads_used: set[tuple] = set()
         self._cursor = 0
         self._done = 0
         self._const: dict[int, Binding] = {}
@@ -117,16 +126,11 @@ class VulkanBackend(Backend):
         self._static = []
         self._weights = {k: v for k, v in self._weights.items() if k in self._weights_used}  # drop stale ops' data
         self._weights_used = set()
-        self._forget_recording()
-
-    def _forget_recording(self) -> None:
+        self._uploads = {k: v for k, v in self._uploads.items() if k in self._uploads_used}
+        self._uploads_used = set()
+        self._separate_used = set()
         vk.vkDeviceWaitIdle(self.vdev.device)
-        if self._recorded:
-            cbs = list(self._recorded.values())
-            vk.vkFreeCommandBuffers(self.vdev.device, self.vdev.command_pool, len(cbs), cbs)
-        self._recorded = {}
-        self.dispatches = []
-        self.descriptors.reset()
+        self.dispatches, self.bounds, self._ranges = [], [], {}
         self._cursor = self._done = 0
 
     def storage_dtype(self, tensor: TensorRef) -> np.dtype:
@@ -139,6 +143,14 @@ class VulkanBackend(Backend):
 
     def on_acquire(self, tensor: TensorRef, storage: StorageType) -> None:
         nbytes = self.storage_bytes(tensor)
+        if storage == StorageType.DYNAMIC_SEPARATE and tensor.index >= 0:  # session inputs/outputs: own buffers
+            buf = self._separate.get(tensor.index)
+            if buf is None or buf.size < nbytes:
+                buf = self._separate[tensor.index] = DeviceBuffer(self.vdev, nbytes, COUNTERS)
+            self._separate_used.add(tensor.index)
+            self._bindings[tensor.index] = Binding(buf, 0, max(nbytes, 16))
+            tensor.array = buf.array(0, self.storage_dtype(tensor), tensor.desc.physical_shape)
+            return
         if storage == StorageType.STATIC:
             buf = DeviceBuffer(self.vdev, nbytes, COUNTERS)
             self._static.append(buf)
@@ -159,20 +171,23 @@ class VulkanBackend(Backend):
         for ref, chunk in self._chunks.values():
             self._bindings[ref.index] = Binding(self._arena, chunk.offset, max(self.storage_bytes(ref), 16))
             ref.array = self._arena.array(chunk.offset, self.storage_dtype(ref), ref.desc.physical_shape)
+        self._separate = {k: v for k, v in self._separate.items() if k in self._separate_used}
         self.eager = False
 
     def on_clear(self) -> None:
-        self._forget_recording()
+        vk.vkDeviceWaitIdle(self.vdev.device)
+        self.recorder.clear()
+        self.dispatches, self.bounds, self._ranges = [], [], {}
+        self._cursor = self._done = 0
         self._arena = None
         self._chunks = {}
         self._weights = {}
+        self._uploads = {}
+        self._separate = {}
 
     def __del__(self) -> None:
-        if sys.is_finalizing() or not hasattr(self, "_recorded") or not self._recorded:
-            return
-        cbs = list(self._recorded.values())
-        vk.vkFreeCommandBuffers(self.vdev.device, self.vdev.command_pool, len(cbs), cbs)
-        self._recorded = {}
+        if not sys.is_finalizing() and hasattr(self, "recorder"):
+            self.recorder.clear()
 
     def binding(self, tensor: TensorRef) -> tuple[Binding, bool]:
         """The device range holding a tensor, and whether it is a mirror of another backend's tensor.
@@ -187,7 +202,7 @@ class VulkanBackend(Backend):
         if tensor.const and tensor.array is not None:
             if tensor.index not in self._const:
                 value = np.asarray(tensor.array).reshape(tensor.desc.physical_shape)
-                self._const[tensor.index] = self.upload(value, self.storage_dtype(tensor))
+                self._const[tensor.index] = self.upload_constant(value, self.storage_dtype(tensor))
             return self._const[tensor.index], False
         self.eager = True
         buf = DeviceBuffer(self.vdev, self.storage_bytes(tensor), COUNTERS)
@@ -195,7 +210,8 @@ class VulkanBackend(Backend):
         return Binding(buf, 0, max(self.storage_bytes(tensor), 16)), True
 
     def upload(self, array: np.ndarray, dtype: Any = None) -> Binding:
-        """A new STATIC device buffer holding `array` (weights packed in `on_resize`: float32, int32 stays int32)."""
+        """A new device buffer holding `array` (float32 unless `dtype`; int32 stays int32), alive while the returned
+        Binding is (callers keep it: `upload_constant` and `cached_upload` in their caches)."""
         if dtype is None:
             dtype = np.int32 if np.asarray(array).dtype.kind in "iu" else np.float32
         data = np.ascontiguousarray(array, dtype=dtype)
@@ -203,9 +219,19 @@ class VulkanBackend(Backend):
         view = buf.array(0, dtype, data.shape)
         view[...] = data
         del view
-        self._static.append(buf)
         COUNTERS["uploads"] += 1
         return Binding(buf, 0, max(data.nbytes, 16))
+
+    def upload_constant(self, array: np.ndarray, dtype: Any = None) -> Binding:
+        """Like `upload`, but one device copy per content (kept across resizes while used): for read-only data."""
+        data = np.ascontiguousarray(array, dtype=dtype if dtype is not None else
+                                    np.int32 if np.asarray(array).dtype.kind in "iu" else np.float32)
+        key = (data.dtype.str, data.shape, hashlib.blake2b(memoryview(data).cast("B"), digest_size=16).digest())
+        self._uploads_used.add(key)
+        found = self._uploads.get(key)
+        if found is None:
+            found = self._uploads[key] = self.upload(data, data.dtype)
+        return found
 
     def scratch(self, nbytes: int) -> Binding:
         """A private device buffer of `nbytes` (work memory of an execution run outside a planned schedule)."""
@@ -225,58 +251,43 @@ class VulkanBackend(Backend):
         return binding
 
     def memory_info(self) -> dict[str, Any]:
-        static = sum(b.size for b in self._static) + sum(b.nbytes for _, b in self._weights.values())
+        static = (sum(b.size for b in self._static) + sum(b.nbytes for _, b in self._weights.values())
+                  + sum(b.nbytes for b in self._uploads.values()))
         return {"arena_bytes": self._planner.peak, "tensor_bytes": self._planner.requested,
-                "static_bytes": static, "formats": "NC4HW4 [N][C/4][HW][4]",
+                "static_bytes": static, "io_bytes": sum(b.size for b in self._separate.values()),
+                "formats": "NC4HW4 [N][C/4][HW][4]",
                 "device": self.vdev.limits.name, "dispatches": len(self.dispatches)}
 
     # ---- recording and running -------------------------------------------------------------------------------
     def add_dispatch(self, pipe: Pipeline, reads: Sequence[Binding], writes: Sequence[Binding], push: bytes,
                      items: int) -> int:
-        """Prepare one dispatch (descriptor set written now); returns its end position in the dispatch list."""
-        bindings = [*reads, *writes]
-        dset = self.descriptors.allocate(pipe, [(b.buffer.handle, b.offset, b.nbytes) for b in bindings])
+        """Prepare one dispatch; returns its end position in the dispatch list."""
         if len(push) != pipe.push_bytes:
             raise ValueError(f"{pipe.name}: push constants are {len(push)} bytes, pipeline expects {pipe.push_bytes}")
         groups = self.vdev.group_count(items, pipe.local_size)
-        self.dispatches.append(Dispatch(pipe, dset, push, groups, list(reads), list(writes)))
+        self.dispatches.append(Dispatch(pipe, push, groups, list(reads), list(writes)))
         return len(self.dispatches)
 
-    def _record(self, start: int, end: int) -> Any:
-        info = vk.VkCommandBufferAllocateInfo(commandPool=self.vdev.command_pool,
-                                              level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1)
-        cb = vk.vkAllocateCommandBuffers(self.vdev.device, info)[0]
-        vk.vkBeginCommandBuffer(cb, vk.VkCommandBufferBeginInfo())
-        pending_reads: list[Binding] = []
-        pending_writes: list[Binding] = []
-        bind = vk.VK_PIPELINE_BIND_POINT_COMPUTE
-        for d in self.dispatches[start:end]:
-            hazard = any(r.overlaps(w) for r in d.reads for w in pending_writes) or any(
-                w.overlaps(o) for w in d.writes for o in (*pending_writes, *pending_reads))
-            if hazard:
-                _barrier(cb, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, _BARRIER_DST)
-                pending_reads, pending_writes = [], []
-            pending_reads += d.reads
-            pending_writes += d.writes
-            vk.vkCmdBindPipeline(cb, bind, d.pipeline.handle)
-            vk.vkCmdBindDescriptorSets(cb, bind, d.pipeline.layout, 0, 1, [d.descriptor_set], 0, None)
-            if d.push:
-                vk.vkCmdPushConstants(cb, d.pipeline.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(d.push),
-                                      vk.ffi.from_buffer(d.push))
-            vk.vkCmdDispatch(cb, d.groups, 1, 1)
-        _barrier(cb, vk.VK_PIPELINE_STAGE_HOST_BIT, vk.VK_ACCESS_HOST_READ_BIT | vk.VK_ACCESS_HOST_WRITE_BIT)
-        vk.vkEndCommandBuffer(cb)
-        COUNTERS["records"] += 1
+    def seal(self, start: int) -> int:
+        """End an execution's dispatch range (begun at `start`); returns its end (the cursor its run moves to)."""
+        end = len(self.dispatches)
+        if end > start:
+            self.bounds.append((start, end))
+        return end
+
+    def _primary(self, start: int, end: int) -> Any:
+        cb = self._ranges.get((start, end))
+        if cb is None:
+            inside = [(s, e) for s, e in self.bounds if s >= start and e <= end]
+            cb = self._ranges[(start, end)] = self.recorder.primary(self.dispatches, inside)
         return cb
 
     def on_resize_done(self) -> None:
-        """Pre-record the whole-session command buffer now (pre-inference) instead of at the first run.
-
-        Not part of the core's Backend interface yet: a schedule that calls it after every `Execution.on_resize`
-        moves the recording into resize. Without the call, the first run records lazily (same result).
-        """
-        if self.dispatches and (0, len(self.dispatches)) not in self._recorded:
-            self._recorded[(0, len(self.dispatches))] = self._record(0, len(self.dispatches))
+        """Pre-inference recording (called by the schedule after every `Execution.on_resize`): the whole-session
+        primary, from secondaries kept from the last plan where nothing changed; stale recordings are freed."""
+        self.recorder.keep(self.dispatches, self.bounds)
+        if self.dispatches:
+            self._primary(0, len(self.dispatches))
 
     def advance(self, end: int) -> None:
         """Mark the dispatches before `end` as due (called by `Execution.on_execute`; launches nothing unless eager)."""
@@ -289,10 +300,7 @@ class VulkanBackend(Backend):
         start, end = self._done, self._cursor
         if end <= start:
             return
-        cb = self._recorded.get((start, end))
-        if cb is None:
-            cb = self._recorded[(start, end)] = self._record(start, end)
-        self.vdev.submit(cb)
+        self.vdev.submit(self._primary(start, end))
         self._done = end
 
     def on_execute_begin(self) -> None:
@@ -304,12 +312,6 @@ class VulkanBackend(Backend):
     def on_copy(self, src: TensorRef, dst: TensorRef) -> None:
         self.flush()
         layout.copy(src.desc, src.array, dst.desc, dst.array)
-
-
-def _barrier(cb: Any, dst_stage: int, dst_access: int) -> None:
-    barrier = vk.VkMemoryBarrier(srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT, dstAccessMask=dst_access)
-    barriers = [barrier]
-    vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, dst_stage, 0, 1, barriers, 0, None, 0, None)
 
 
 def pack_push(fmt: str, *values: float) -> bytes:

@@ -109,7 +109,8 @@ class PipelineCache:
 
 
 class DescriptorAllocator:
-    """Descriptor sets from a growing list of pools (one allocator per backend; reset at each resize)."""
+    """Descriptor sets from a growing list of pools; sets are freed one by one with the command buffer using them
+    (pools are created with FREE_DESCRIPTOR_SET_BIT), so recordings kept across resizes keep their sets."""
 
     SETS_PER_POOL = 256
 
@@ -117,30 +118,32 @@ class DescriptorAllocator:
         self.device = device
         self.counters = counters
         self._pools: list[Any] = []
-        self._used = self.SETS_PER_POOL  # forces a pool on first use
-        self._current = 0
+        self._live: list[int] = []  # sets allocated and not freed, per pool
 
-    def _next_pool(self) -> Any:
-        self._current += 1
-        if self._current > len(self._pools):
-            size = vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                           descriptorCount=self.SETS_PER_POOL * 8)
-            sizes = [size]
-            info = vk.VkDescriptorPoolCreateInfo(maxSets=self.SETS_PER_POOL, poolSizeCount=1, pPoolSizes=sizes)
-            self._pools.append(vk.vkCreateDescriptorPool(self.device, info, None))
-            del sizes, size
-        self._used = 0
-        return self._pools[self._current - 1]
+    def _pool(self) -> int:
+        for i, live in enumerate(self._live):
+            if live < self.SETS_PER_POOL:
+                return i
+        size = vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                       descriptorCount=self.SETS_PER_POOL * 8)
+        sizes = [size]
+        info = vk.VkDescriptorPoolCreateInfo(flags=vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT,
+                                             maxSets=self.SETS_PER_POOL, poolSizeCount=1, pPoolSizes=sizes)
+        self._pools.append(vk.vkCreateDescriptorPool(self.device, info, None))
+        self._live.append(0)
+        del sizes, size
+        return len(self._pools) - 1
 
-    def allocate(self, pipe: Pipeline, buffers: list[tuple[Any, int, int]]) -> Any:
-        """A descriptor set for `pipe` with binding i = (VkBuffer, byte offset, byte range) buffers[i]."""
+    def allocate(self, pipe: Pipeline, buffers: list[tuple[Any, int, int]]) -> tuple[int, Any]:
+        """(pool number, descriptor set) for `pipe` with binding i = (VkBuffer, byte offset, byte range) buffers[i]."""
         if len(buffers) > 8:
             raise ValueError("at most 8 bindings per dispatch")
-        pool = self._pools[self._current - 1] if self._used < self.SETS_PER_POOL else self._next_pool()
+        index = self._pool()
         layouts = [pipe.set_layout]
-        info = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool, descriptorSetCount=1, pSetLayouts=layouts)
+        info = vk.VkDescriptorSetAllocateInfo(descriptorPool=self._pools[index], descriptorSetCount=1,
+                                              pSetLayouts=layouts)
         dset = vk.vkAllocateDescriptorSets(self.device, info)[0]
-        self._used += 1
+        self._live[index] += 1
         infos = [vk.VkDescriptorBufferInfo(buffer=b, offset=off, range=size) for b, off, size in buffers]
         writes = [vk.VkWriteDescriptorSet(dstSet=dset, dstBinding=i, descriptorCount=1,
                                           descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
@@ -148,20 +151,18 @@ class DescriptorAllocator:
         vk.vkUpdateDescriptorSets(self.device, len(writes), writes, 0, None)
         del writes, infos, layouts
         self.counters["descriptor_sets"] += 1
-        return dset
+        return index, dset
 
-    def reset(self) -> None:
-        """Return every set to its pool (called when the backend re-plans)."""
-        for pool in self._pools:
-            vk.vkResetDescriptorPool(self.device, pool, 0)
-        self._current = 0
-        self._used = self.SETS_PER_POOL
+    def free(self, index: int, dset: Any) -> None:
+        """Give a set back to its pool (no command buffer using it may still be pending)."""
+        vk.vkFreeDescriptorSets(self.device, self._pools[index], 1, [dset])
+        self._live[index] -= 1
 
     def close(self) -> None:
         """Destroy the pools (their sets must no longer be in use)."""
         for pool in self._pools:
             vk.vkDestroyDescriptorPool(self.device, pool, None)
-        self._pools = []
+        self._pools, self._live = [], []
 
     def __del__(self) -> None:
         if not sys.is_finalizing():

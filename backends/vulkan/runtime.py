@@ -20,7 +20,7 @@ from mnnpy.core.backend import Backend, BackendUnavailable, Runtime
 
 # Work counters: a second run with the same shapes must not move pipelines_created or records.
 COUNTERS: dict[str, int] = {"pipelines_created": 0, "records": 0, "submits": 0, "allocations": 0,
-                            "descriptor_sets": 0, "uploads": 0}
+                            "descriptor_sets": 0, "uploads": 0, "executions_recorded": 0}
 NO_DEVICE = "vulkan: no device (install mesa-vulkan-drivers?)"
 
 

@@ -54,7 +54,9 @@ class VulkanExecution(Execution):
         self.imports = []
         self.weights = []
         self.launches = []
+        start = len(self.backend.dispatches)
         self.encode()
+        self._end = self.backend.seal(start)
 
     def info(self) -> dict[str, Any]:
         """Algorithm plus the prepared launches (shader variant and work-group count of each dispatch)."""
@@ -73,12 +75,12 @@ class VulkanExecution(Execution):
         vdev = self.backend.vdev
         name = f"{shader}_fp16" if self.backend.fp16 else shader
         pipe = vdev.pipelines.get(name, len(reads) + len(writes), len(push), vdev.group_size(), spec)
-        self._end = self.backend.add_dispatch(pipe, reads, writes, push, items)
+        self.backend.add_dispatch(pipe, reads, writes, push, items)
         self.launches.append((name, self.backend.dispatches[-1].groups))
 
     def upload(self, array: np.ndarray, dtype: Any = None) -> Binding:
-        """Static device copy of a weight array (kept by this execution); float32 unless `dtype` is given."""
-        binding = self.backend.upload(array, dtype)
+        """Read-only device copy of a table (one per content, kept across resizes); float32 unless `dtype` is given."""
+        binding = self.backend.upload_constant(array, dtype)
         self.weights.append(binding)
         return binding
 

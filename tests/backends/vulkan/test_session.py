@@ -184,6 +184,8 @@ def test_resize_reuses_packed_weights_and_pipelines(vk_runtime: Any) -> None:
     interp.getSessionInput(session).fromNumpy(x)
     interp.runSession(session)
     assert COUNTERS["pipelines_created"] == before["pipelines_created"]
-    assert COUNTERS["allocations"] - before["allocations"] <= 1, "only the (bigger) arena is new"
+    assert COUNTERS["uploads"] == before["uploads"], "packed weights are kept"
+    # new: the bigger arena and the own buffers of the grown session input and output (kept while they fit)
+    assert COUNTERS["allocations"] - before["allocations"] <= 3
     got = np.array(interp.getSessionOutput(session).getNumpyData())
     np.testing.assert_allclose(got, scratch_cnn_reference(x, weights["w"], weights["b"]), rtol=1e-4, atol=1e-5)
