@@ -12,7 +12,7 @@ Modules: `var` (Var), `graph` (nodes, plan cache, evaluation), `creation` (const
 from __future__ import annotations
 
 from mnnpy.expr.creation import const, placeholder, randomuniform, scalar
-from mnnpy.expr.detection import nms
+from mnnpy.expr.detection import detection_post_process, nms
 from mnnpy.expr.enums import (
     Backend,
     Interp_Method,
@@ -168,7 +168,6 @@ from mnnpy.expr.shape_ops import (
 from mnnpy.expr.unsupported import STUBS, gc, lazy_eval, set_global_executor_config, set_lazy_mode
 from mnnpy.expr.var import Var
 
-detection_post_process = STUBS["detection_post_process"]
 jsonop = STUBS["jsonop"]
 
 # MNN's module-level constants

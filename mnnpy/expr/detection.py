@@ -1,4 +1,5 @@
-"""Detection helpers of `MNN.expr` built from core ops: non-maximum suppression (MNN: `expr.nms`)."""
+"""Detection ops of `MNN.expr`: non-maximum suppression from core ops (MNN: `expr.nms`) and TFLite SSD
+post-processing (MNN: `expr.detection_post_process`, DetectionPostProcess op)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import numpy as np
 from mnnpy.expr import math as m
 from mnnpy.expr import reduce as r
 from mnnpy.expr import shape_ops as s
-from mnnpy.expr.var import Var, const_of, to_var
+from mnnpy.expr._attrs import extra
+from mnnpy.expr.var import Var, apply, const_of, to_var
+from mnnpy.schema import mnn_generated as fb
 
 
 def _pairwise_iou(boxes: Var) -> Var:
@@ -55,3 +58,32 @@ def nms(boxes: Any, scores: Any, max_detections: int, iou_threshold: float = -1.
         alive = m.multiply(m.multiply(alive, m.cast(m.less_equal(iou[k], thr), np.float32)), others)
         alive = const_of(np.array(alive.read()))
     return const_of(np.array(keep, np.int32))
+
+
+def detection_post_process(encode_boxes: Any, class_predictions: Any, anchors: Any, num_classes: int,
+                           max_detections: int, max_class_per_detection: int, detections_per_class: int,
+                           nms_threshold: float, iou_threshold: float, use_regular_nms: bool,
+                           centersize_encoding: Any) -> list[Var]:
+    """TFLite SSD post-processing: [boxes [1, k, 4], classes [1, k], scores [1, k], num_detections [1]]
+    (MNN: `expr.detection_post_process`, DetectionPostProcess op).
+
+    `encode_boxes` [1, n, 4], `class_predictions` [1, n, num_classes (+1 background)], `anchors` [n, 4] as
+    (ycenter, xcenter, h, w); `nms_threshold` is the score threshold, `centersize_encoding` the (y, x, h, w)
+    scales. The schema's DetectionPostProcessParam table has no fields here, so the settings are written as Extra
+    attributes under MNN's field names (mnnpy reads them; official MNN does not).
+    """
+    enc = m.cast(to_var(encode_boxes), np.float32)
+    cls = m.cast(to_var(class_predictions), np.float32)
+    anc = m.cast(to_var(anchors), np.float32)
+    scales = [float(v) for v in np.asarray(centersize_encoding, np.float32).ravel()]
+    if len(scales) != 4:
+        raise ValueError(f"mnnpy.expr.detection_post_process: centersize_encoding needs 4 scales, got {scales}")
+    if enc.ndim != 3 or enc.shape[0] != 1 or cls.ndim != 3 or anc.ndim != 2:
+        raise ValueError(f"mnnpy.expr.detection_post_process: expected encode_boxes [1, n, 4], class_predictions "
+                         f"[1, n, classes], anchors [n, 4]; got {enc.shape}, {cls.shape}, {anc.shape}")
+    params = extra("DetectionPostProcess", "mnnpy", maxDetections=int(max_detections),
+                   maxClassesPerDetection=int(max_class_per_detection), detectionsPerClass=int(detections_per_class),
+                   nmsScoreThreshold=float(nms_threshold), iouThreshold=float(iou_threshold),
+                   numClasses=int(num_classes), useRegularNMS=bool(use_regular_nms), centerSizeEncoding=scales)
+    return apply(fb.OpType.DetectionPostProcess, [enc, cls, anc], fb.OpParameter.Extra, params, n_out=4,
+                 dtypes=[np.float32] * 4)

@@ -12,7 +12,6 @@ from mnnpy.expr import graph
 
 # name -> why it is missing (the core op or capability that is lacking)
 MISSING: dict[str, str] = {
-    "detection_post_process": "no DetectionPostProcess op in the core",
     "jsonop": "no JSON op description reader",
 }
 

@@ -1,0 +1,106 @@
+"""DetectionPostProcess: TFLite's SSD post-processing (MNN: CPUDetectionPostProcess).
+
+Box encodings are decoded against [ycenter, xcenter, h, w] anchors (center-size encoding, scaled by
+centerSizeEncoding), then greedy non-maximum suppression picks the detections: fast NMS runs once over each box's
+best class scores, regular NMS once per class and keeps the best over all classes. Class ids leave out the
+background column when there is one. Unused output rows are zero.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from mnnpy.backends.cpu.layout import logical
+from mnnpy.backends.cpu.ops._common import CPUExecution
+from mnnpy.schema import mnn_generated as fb
+
+from mnnpy.core.ir import NCHW
+from mnnpy.core.registry import cpu_kernel
+from mnnpy.core.shape.detection_post import params_of
+
+
+def decode(enc: np.ndarray, anchors: np.ndarray, scales: tuple[float, ...]) -> np.ndarray:
+    """[n, 4] corner boxes (ymin, xmin, ymax, xmax) from center-size encodings."""
+    sy, sx, sh, sw = scales
+    ya, xa, ha, wa = anchors.T
+    yc = enc[:, 0] / sy * ha + ya
+    xc = enc[:, 1] / sx * wa + xa
+    half_h = 0.5 * np.exp(enc[:, 2] / sh) * ha
+    half_w = 0.5 * np.exp(enc[:, 3] / sw) * wa
+    return np.stack([yc - half_h, xc - half_w, yc + half_h, xc + half_w], 1)
+
+
+def iou_row(boxes: np.ndarray, i: int, others: np.ndarray) -> np.ndarray:
+    """IoU of box i with boxes[others] (0 where either box is empty)."""
+    def area(b: np.ndarray) -> np.ndarray:
+        return (np.maximum(b[..., 2], b[..., 0]) - np.minimum(b[..., 2], b[..., 0])) * \
+            (np.maximum(b[..., 3], b[..., 1]) - np.minimum(b[..., 3], b[..., 1]))
+
+    a, b = boxes[i], boxes[others]
+    lo = np.maximum(np.minimum(a[[0, 1]], a[[2, 3]]), np.minimum(b[:, [0, 1]], b[:, [2, 3]]))
+    hi = np.minimum(np.maximum(a[[0, 1]], a[[2, 3]]), np.maximum(b[:, [0, 1]], b[:, [2, 3]]))
+    inter = np.prod(np.maximum(hi - lo, 0.0), axis=1)
+    area_a, area_b = area(a), area(b)
+    union = area_a + area_b - inter
+    ok = (area_a > 0) & (area_b > 0)
+    return np.where(ok, inter / np.where(ok, union, 1.0), 0.0)
+
+
+def nms(boxes: np.ndarray, scores: np.ndarray, threshold: float, iou: float, limit: int) -> list[int]:
+    """Greedy single-class NMS: indices by descending score (scores >= threshold), at most `limit`."""
+    cand = np.flatnonzero(scores >= threshold)
+    cand = cand[np.argsort(-scores[cand], kind="stable")]
+    active = np.ones(cand.size, bool)
+    keep: list[int] = []
+    for k in range(cand.size):
+        if len(keep) >= limit:
+            break
+        if not active[k]:
+            continue
+        keep.append(int(cand[k]))
+        rest = np.flatnonzero(active[k + 1:]) + k + 1
+        if rest.size:
+            active[rest[iou_row(boxes, cand[k], cand[rest]) > iou]] = False
+    return keep
+
+
+@cpu_kernel(fb.OpType.DetectionPostProcess, formats=(NCHW,))
+class DetectionPostProcess(CPUExecution):
+    """Decode, NMS (fast or regular), write boxes / classes / scores / count."""
+
+    def on_resize(self) -> None:
+        self.p = params_of(self.op)
+
+    def on_execute(self) -> None:
+        p = self.p
+        enc = np.asarray(logical(self.inputs[0]), np.float64)[0]
+        cls = np.asarray(logical(self.inputs[1]), np.float64)[0]
+        anchors = np.asarray(logical(self.inputs[2]), np.float64)
+        boxes = decode(enc, anchors, p.center_size_encoding)
+        scores = cls[:, cls.shape[1] - p.num_classes:]  # drop the background column
+        rows = self.fast(boxes, scores) if not p.use_regular_nms else self.regular(boxes, scores)
+        out_boxes, out_cls, out_scores, count = (o.array for o in self.outputs)
+        out_boxes.fill(0)
+        out_cls.fill(0)
+        out_scores.fill(0)
+        for r, (box, c, s) in enumerate(rows):
+            out_boxes[0, r] = boxes[box]
+            out_cls[0, r] = c
+            out_scores[0, r] = s
+        count[0] = len(rows)
+
+    def fast(self, boxes: np.ndarray, scores: np.ndarray) -> list[tuple[int, int, float]]:
+        """NMS over each box's best class score; every kept box reports its top classes."""
+        p = self.p
+        per_box = min(p.max_classes_per_detection, p.num_classes)
+        top = np.argsort(-scores, axis=1, kind="stable")[:, :per_box]
+        best = scores[np.arange(scores.shape[0]), top[:, 0]]
+        keep = nms(boxes, best, p.nms_score_threshold, p.iou_threshold, p.max_detections)
+        return [(b, int(c), float(scores[b, c])) for b in keep for c in top[b]]
+
+    def regular(self, boxes: np.ndarray, scores: np.ndarray) -> list[tuple[int, int, float]]:
+        """NMS per class (detectionsPerClass each), then the best maxDetections over all classes."""
+        p = self.p
+        found = [(b, c, float(scores[b, c])) for c in range(p.num_classes)
+                 for b in nms(boxes, scores[:, c], p.nms_score_threshold, p.iou_threshold, p.detections_per_class)]
+        found.sort(key=lambda t: -t[2])  # stable: ties keep class order
+        return found[: p.max_detections]
