@@ -29,6 +29,7 @@ from . import (
     remove_dead,
     remove_identity,
     split_before_transpose,
+    token_reorder,
     transpose,
 )
 
@@ -50,6 +51,7 @@ PIPELINE: list[tuple[str, Pass]] = [
     (fuse_attention.EXTENDED_NAME, fuse_attention.apply_extended),
     (hoist_transpose_above_split.NAME, hoist_transpose_above_split.apply),
     (transpose.NAME, transpose.apply),
+    (token_reorder.NAME, token_reorder.apply),
     (fuse_scale_into_conv.NAME, fuse_scale_into_conv.apply),
     (fuse_binary_into_conv.NAME, fuse_binary_into_conv.apply),
     (fuse_relu_into_conv.NAME, fuse_relu_into_conv.apply),
@@ -61,7 +63,7 @@ PIPELINE: list[tuple[str, Pass]] = [
 ]
 
 
-OPT_IN: frozenset[str] = frozenset({fuse_group_norm.NAME, fuse_attention.EXTENDED_NAME})
+OPT_IN: frozenset[str] = frozenset({fuse_group_norm.NAME, fuse_attention.EXTENDED_NAME, token_reorder.NAME})
 
 
 def run_pipeline(graph: Graph, skip: set[str] | None = None, enable: set[str] | frozenset[str] | None = None

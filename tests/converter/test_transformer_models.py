@@ -1,7 +1,9 @@
 """Acceptance for the transformer passes on whole models built with onnx.helper: BERT-4L and ViT-tiny (small sizes,
-tools/bench_models.py's builders) and two Swin-style blocks. After the passes the Permute count must drop to <= 25%
-of before (Swin: the window partition/reverse transposes stay, see the test), and mnnpy's outputs must match
-onnxruntime within 1e-4; the BERT and ViT files (compatible mode) must also run in official MNN.
+tools/bench_models.py's builders) and two Swin-style blocks (alone, and as Swin-T's classifier ends: pooled). After
+the passes the data moves (Permute / Transpose / Raster ops and constant-index Gathers, token_reorder.count_moves)
+must drop to <= 25% of before (the Swin blocks without the pool: 3 of 8, the fewest possible, see the test), and
+mnnpy's outputs must match onnxruntime within 1e-4; the BERT and ViT files (compatible mode) must also run in
+official MNN.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from mnnpy.converter.passes import (
     hoist_transpose_above_split,
     run_pipeline,
     split_before_transpose,
+    token_reorder,
 )
 from mnnpy.converter.writer import graph_to_net
 from mnnpy.schema import mnn_generated as fb
@@ -35,7 +38,6 @@ from .transformer_models import bench_models, swin_blocks
 onnx = pytest.importorskip("onnx")
 
 OP = fb.OpType
-MOVES = (OP.Permute, OP.Transpose, OP.Raster)
 NEW = {fuse_attention.NAME, fuse_attention.EXTENDED_NAME, fuse_gelu_tanh.NAME, fuse_group_norm.NAME,
        fuse_rms_norm.NAME, split_before_transpose.NAME, hoist_transpose_above_split.NAME}
 
@@ -51,8 +53,8 @@ def optimise(graph: Graph, fused: bool, extended: bool = False) -> Graph:
 
 
 def moves(graph: Graph) -> int:
-    """Permute / Transpose / Raster ops in a graph."""
-    return sum(node.op_type in MOVES for node in graph.nodes)
+    """Permute / Transpose / Raster ops and constant-index Gathers (token reorders) in a graph."""
+    return token_reorder.count_moves(graph)
 
 
 def run_mnnpy(path: Path, feeds: dict[str, np.ndarray], outputs: list[str]) -> list[np.ndarray]:
@@ -109,14 +111,27 @@ def test_vit_attention_fused_and_transposes_gone(tmp_path: Path) -> None:
 def test_swin_blocks_window_attention(tmp_path: Path, unbind: str) -> None:
     """Window attention over a batch of windows with per-head relative position bias and the shifted-window mask:
     official MNN's Attention cannot run that (batch > 1, per-head mask), so the extended mode is used (mnnpy only).
-    The q/k/v transposes (split QKV before transposing) and the context transpose go; the window partition and
-    reverse (a real token reordering, one per direction per block) stay."""
+    The q/k/v transposes (split QKV before transposing) and the context transposes go, and token-reorder keeps the
+    residual stream in window order: 8 moves -> 3, one reorder into block 1's windows, one from block 1's to
+    block 2's shifted windows, one back at the output. Fewer is impossible while Attention needs each window's
+    tokens contiguous: every path input -> attention 1 -> attention 2 -> output changes the order three times."""
     model, feeds = swin_blocks(unbind=unbind)
     before, after, graph = _check(model, feeds, tmp_path, extended=True, official=False)
     ops = [n.op_type for n in graph.nodes]
-    assert ops.count(OP.Attention) == 2 and ops.count(OP.GatherV2) == 6
-    assert ops.count(OP.UnaryOp) == 2  # the tanh GELUs
-    assert after == 4 and before >= 8
+    assert ops.count(OP.Attention) == 2 and ops.count(OP.UnaryOp) == 2  # the tanh GELUs
+    assert not any(op in (OP.Permute, OP.Transpose, OP.Raster) for op in ops)
+    assert sum(token_reorder.token_gather(graph, n) for n in graph.nodes) == 3
+    assert before == 8 and after == 3
+
+
+@pytest.mark.parametrize("unbind", ["gather", "split"])
+def test_swin_classifier_moves_quartered(tmp_path: Path, unbind: str) -> None:
+    """The same blocks ending as Swin-T's classifier (LayerNorm, mean over tokens, Linear head): the mean ignores
+    the token order, so the reorder back to image order goes too: 8 moves -> 2 (<= 25%)."""
+    model, feeds = swin_blocks(unbind=unbind, classes=10)
+    before, after, graph = _check(model, feeds, tmp_path, extended=True, official=False)
+    assert [n.op_type for n in graph.nodes].count(OP.Attention) == 2
+    assert before == 8 and after == 2 and after <= before / 4
 
 
 def test_group_norm_swish_end_to_end(tmp_path: Path) -> None:

@@ -123,11 +123,13 @@ def _shift_mask(size: int, window: int, shift: int) -> np.ndarray:
     return np.where(diff != 0, -100.0, 0.0)
 
 
-def swin_blocks(size: int = 8, window: int = 4, dim: int = 32, heads: int = 2,
-                unbind: str = "gather") -> tuple[Any, dict[str, np.ndarray]]:
+def swin_blocks(size: int = 8, window: int = 4, dim: int = 32, heads: int = 2, unbind: str = "gather",
+                classes: int = 0) -> tuple[Any, dict[str, np.ndarray]]:
     """Two Swin blocks (regular, then shifted windows), input [1, size*size, dim]; returns (model, feeds).
 
-    `unbind`: "gather" (q, k, v = qkv[0], qkv[1], qkv[2]) or "split" (qkv.unbind(0): Split + Squeeze)."""
+    `unbind`: "gather" (q, k, v = qkv[0], qkv[1], qkv[2]) or "split" (qkv.unbind(0): Split + Squeeze).
+    `classes` > 0 ends the model the way Swin-T's classifier does: LayerNorm, mean over the tokens, a Linear head
+    (output [1, classes])."""
     g = _Builder(7)
     windows, n, grid = (size // window) ** 2, window * window, size // window
     y = "x"
@@ -146,6 +148,9 @@ def swin_blocks(size: int = 8, window: int = 4, dim: int = 32, heads: int = 2,
         y = g.op("Add", [y, g.op("Reshape", [z, g.ints(1, size * size, dim)])])
         mlp = g.linear(g.gelu_tanh(g.linear(g.layer_norm(y, dim), dim, 4 * dim)), 4 * dim, dim)
         y = g.op("Add", [y, mlp])
+    if classes:
+        pooled = g.op("ReduceMean", [g.layer_norm(y, dim)], axes=[1], keepdims=0)
+        y = g.linear(pooled, dim, classes)
     g.nodes.append(oh.make_node("Identity", [y], ["y"], name="output"))
     graph = oh.make_graph(g.nodes, "swin", [oh.make_tensor_value_info("x", TensorProto.FLOAT, [1, size * size, dim])],
                           [oh.make_tensor_value_info("y", TensorProto.FLOAT, None)], g.inits)
