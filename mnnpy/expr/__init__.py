@@ -5,7 +5,9 @@ through the core (shape inference, geometry, CPU backend) and caches the plan an
 
 Modules: `var` (Var), `graph` (nodes, plan cache, evaluation), `creation` (const, placeholder), `math`
 (unary/binary/cast/matmul), `reduce` (reductions, argmax, sort, cumsum), `shape_ops` (reshape, concat, gather,
-...), `indexing` (`Var[...]`), `nn_ops` (conv2d, pools, activations), `io` (load_as_dict, save), `unsupported`.
+...), `indexing` (`Var[...]`), `nn_ops` (conv2d, pools, activations), `roi` (roi_pooling, roi_align,
+crop_and_resize), `detection` (nms, detection_post_process), `lowlevel` (quant, dequant, svd, raster), `jsonop`,
+`io` (load_as_dict, save), `unsupported` (executor settings).
 """
 
 # ruff: noqa: F401 - this module re-exports MNN.expr's names; __all__ is computed from them below
@@ -27,6 +29,7 @@ from mnnpy.expr.enums import (
 )
 from mnnpy.expr.graph import set_thread_number
 from mnnpy.expr.io import get_inputs_and_outputs, load_as_dict, load_as_list, save
+from mnnpy.expr.jsonop import jsonop
 from mnnpy.expr.lowlevel import dequant, quant, raster, svd
 from mnnpy.expr.math import (
     abs,
@@ -165,10 +168,8 @@ from mnnpy.expr.shape_ops import (
     where,
     zeros_like,
 )
-from mnnpy.expr.unsupported import STUBS, gc, lazy_eval, set_global_executor_config, set_lazy_mode
+from mnnpy.expr.unsupported import gc, lazy_eval, set_global_executor_config, set_lazy_mode
 from mnnpy.expr.var import Var
-
-jsonop = STUBS["jsonop"]
 
 # MNN's module-level constants
 NCHW, NHWC, NC4HW4 = data_format.NCHW, data_format.NHWC, data_format.NC4HW4

@@ -1,31 +1,12 @@
-"""`MNN.expr` names mnnpy does not implement yet, and executor settings that have no effect here.
-
-Each stub raises NotImplementedError naming itself and the missing core piece.
+"""`MNN.expr` executor settings: gc, lazy evaluation switches (no effect here: Vars are always lazy) and the
+global executor config.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from mnnpy.expr import graph
-
-# name -> why it is missing (the core op or capability that is lacking)
-MISSING: dict[str, str] = {
-    "jsonop": "no JSON op description reader",
-}
-
-
-def _stub(name: str) -> Callable[..., Any]:
-    def stub(*args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError(f"mnnpy.expr does not implement {name} ({MISSING[name]})")
-
-    stub.__name__ = name
-    stub.__doc__ = f"Not implemented: {MISSING[name]} (MNN: `expr.{name}`)."
-    return stub
-
-
-STUBS: dict[str, Callable[..., Any]] = {name: _stub(name) for name in MISSING}
 
 
 def gc(full: bool = False) -> None:
