@@ -115,8 +115,8 @@ layer { name: "bias" type: "Bias" bottom: "scaled" top: "biased" }
           opencv=False)  # OpenCV has no Bias layer
 
 
-def test_lrn_normalize_on_official_mnn(tmp_path: Path) -> None:
-    """Layers mnnpy's runtime does not run yet (LRN, Normalize): converted, checked on official MNN."""
+def test_lrn_normalize(tmp_path: Path) -> None:
+    """LRN and SSD's Normalize on mnnpy and official MNN (OpenCV's LRN/Normalize differ in details)."""
     x = _x(1, 7, 5, 6)
     scale = np.abs(_x(7)) + 0.5
     body = """
@@ -129,7 +129,7 @@ layer { name: "norm" type: "Normalize" bottom: "data" top: "norm"
     lrn = x / (2 + 0.5 / 3 * window) ** 0.75
     norm = x / np.sqrt((x * x).sum(axis=1, keepdims=True) + 1e-10) * scale.reshape(1, -1, 1, 1)
     check(_net([1, 7, 5, 6], body), {"norm": [scale]}, {"data": x}, {"lrn": lrn, "norm": norm}, tmp_path,
-          mnnpy_runs=False, opencv=False)
+          opencv=False)
 
 
 def test_interp(tmp_path: Path) -> None:
@@ -187,8 +187,7 @@ layer { name: "am" type: "ArgMax" bottom: "data" top: "am" argmax_param { axis: 
 """
     refs = {"crop": x[:, :, 2:5, 1:6], "am": x.argmax(axis=1)[:, None].astype(np.float64)}
     check(prototxt, {}, {"data": x}, {"am": refs["am"]}, tmp_path / "a", opencv=False)
-    check(prototxt, {}, {"data": x, "ref": ref}, {"crop": refs["crop"]}, tmp_path / "b", mnnpy_runs=False,
-          opencv=False)  # mnnpy's runtime has no Crop yet
+    check(prototxt, {}, {"data": x, "ref": ref}, {"crop": refs["crop"]}, tmp_path / "b", opencv=False)
 
 
 def test_v1_layers(tmp_path: Path) -> None:

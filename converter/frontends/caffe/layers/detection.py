@@ -1,26 +1,16 @@
-"""SSD's PriorBox and DetectionOutput -> MNN's PriorBox / DetectionOutput ops.
-
-They are registered only when our schema carries MNN's parameter tables for them (`schema/MNN.fbs` declares both
-tables empty today); until then a net using them fails with the "unsupported layer" error listing every such layer.
-"""
+"""SSD's PriorBox and DetectionOutput -> MNN's PriorBox / DetectionOutput ops (run on mnnpy's CPU by
+backends/cpu/ops/ssd.py)."""
 
 from __future__ import annotations
 
 from mnnpy.schema import mnn_generated as fb
 
+from ....graph import ConvertError
 from ..context import OP, PARAM, Context, Layer
 from ..registry import caffe_layer
 
-_PRIOR_FIELDS = ("minSizes", "maxSizes", "aspectRatios", "variances", "flip", "clip", "imageWidth", "imageHeight",
-                 "stepWidth", "stepHeight", "offset")
-_DETECTION_FIELDS = ("classCount", "nmsThresholdold", "nmsTopK", "keepTopK", "confidenceThreshold", "shareLocation",
-                     "backgroundLable", "varianceEncodedTarget", "codeType")
 
-
-def _schema_has(table: type, fields: tuple[str, ...]) -> bool:
-    return all(hasattr(table(), name) for name in fields)
-
-
+@caffe_layer("PriorBox")
 def prior_box(ctx: Context, layer: Layer) -> None:
     """PriorBox(feature, image) -> PriorBox (sizes, ratios, variances, image size / step when given)."""
     p = layer.proto.prior_box_param
@@ -33,13 +23,16 @@ def prior_box(ctx: Context, layer: Layer) -> None:
     param.flip, param.clip = bool(p.flip), bool(p.clip)
     param.imageWidth = int(p.img_w or p.img_size)
     param.imageHeight = int(p.img_h or p.img_size)
-    param.stepWidth = int(p.step_w or p.step)
-    param.stepHeight = int(p.step_h or p.step)
+    steps = (float(p.step_w or p.step), float(p.step_h or p.step))
+    if any(step != int(step) for step in steps):
+        raise ConvertError(f"{layer.label()}: step {steps} is not whole; MNN's PriorBox stores integer steps")
+    param.stepWidth, param.stepHeight = int(steps[0]), int(steps[1])
     param.offset = float(p.offset)
     inputs = [ctx.x(layer, i) for i in range(len(layer.bottoms))]
     ctx.emit(OP.PriorBox, inputs, [ctx.top(layer)], PARAM.PriorBox, param, name=layer.name)
 
 
+@caffe_layer("DetectionOutput")
 def detection_output(ctx: Context, layer: Layer) -> None:
     """DetectionOutput(loc, conf, priors) -> DetectionOutput (NMS and top-k settings)."""
     p = layer.proto.detection_output_param
@@ -56,8 +49,3 @@ def detection_output(ctx: Context, layer: Layer) -> None:
     inputs = [ctx.x(layer, i) for i in range(len(layer.bottoms))]
     ctx.emit(OP.DetectionOutput, inputs, [ctx.top(layer)], PARAM.DetectionOutput, param, name=layer.name)
 
-
-if _schema_has(fb.PriorBoxT, _PRIOR_FIELDS):
-    caffe_layer("PriorBox")(prior_box)
-if _schema_has(fb.DetectionOutputT, _DETECTION_FIELDS):
-    caffe_layer("DetectionOutput")(detection_output)
