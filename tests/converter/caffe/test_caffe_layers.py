@@ -9,7 +9,7 @@ import pytest
 from mnnpy.converter.frontends.caffe import load_net
 from mnnpy.converter.graph import ConvertError
 
-from .caffe_build import check, conv, pool
+from .caffe_build import check, conv, pool, write_caffemodel
 
 RNG = np.random.default_rng(7)
 
@@ -149,7 +149,7 @@ def test_interp(tmp_path: Path) -> None:
     check(_net([1, 3, 4, 5], body), {}, {"data": x}, {"up": ref}, tmp_path, opencv=False)
 
 
-def test_unsupported_layers_listed_once(tmp_path: Path) -> None:
+def test_unsupported_layers_listed_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     body = """
 layer { name: "a" type: "Foo" bottom: "data" top: "a" }
 layer { name: "b" type: "Foo" bottom: "a" top: "b" }
@@ -161,6 +161,15 @@ layer { name: "c" type: "Bar" bottom: "b" top: "c" }
         load_net(proto, None)
     assert "2 unsupported Caffe layer type(s)" in str(info.value)
     assert "Foo: a, b" in str(info.value) and "Bar: c" in str(info.value)
+    # through `mnnpy convert -f CAFFE`: the same one error, no traceback, nothing written
+    from mnnpy.cli.main import main
+
+    model, dst = write_caffemodel(tmp_path / "m.caffemodel", {}), tmp_path / "m.mnn"
+    assert main(["convert", "-f", "CAFFE", "--modelFile", str(model), "--prototxt", str(proto), "--MNNModel",
+                 str(dst)]) == 2
+    err = capsys.readouterr().err
+    assert "Foo: a, b" in err and "Bar: c" in err and "Traceback" not in err
+    assert not dst.exists()
 
 
 def test_bad_prototxt_and_missing_weights(tmp_path: Path) -> None:

@@ -164,11 +164,15 @@ def _bilinear_half_pixel(x: np.ndarray, oh: int, ow: int) -> np.ndarray:
     return top * (1 - fy[:, None, None]) + bottom * fy[:, None, None]
 
 
-def test_unsupported_ops_listed_once(tmp_path: Path) -> None:
+def test_unsupported_ops_listed_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One error naming every unsupported op type with its nodes; `mnnpy convert -f TF` writes nothing (and keeps
+    an existing output file), printing the error without a traceback."""
+    from mnnpy.cli.main import main
+
     g = GraphBuilder()
     inp = g.placeholder("input", [1, 4])
     a = g.op("Bogus", [inp], name="b1")
-    b = g.op("Bogus", [a], name="b2")
+    b = g.op("Relu", [g.op("Bogus", [a], name="b2")], T=1)
     g.op("Wat", [b], name="w1")
     pb_path = tmp_path / "m.pb"
     pb_path.write_bytes(g.graph.SerializeToString())
@@ -177,6 +181,14 @@ def test_unsupported_ops_listed_once(tmp_path: Path) -> None:
     message = str(info.value)
     assert "2 unsupported TensorFlow op type(s)" in message
     assert "Bogus: b1, b2" in message and "Wat: w1" in message
+    dst, kept = tmp_path / "m.mnn", tmp_path / "kept.mnn"
+    kept.write_bytes(b"precious")
+    assert main(["convert", "-f", "TF", "--modelFile", str(pb_path), "--MNNModel", str(dst)]) == 2
+    err = capsys.readouterr().err
+    assert "Bogus: b1, b2" in err and "Wat: w1" in err and "Traceback" not in err
+    assert not dst.exists()
+    assert main(["convert", "-f", "TF", "--modelFile", str(pb_path), "--MNNModel", str(kept)]) == 2
+    assert kept.read_bytes() == b"precious"
 
 
 def test_not_a_graph_def(tmp_path: Path) -> None:
