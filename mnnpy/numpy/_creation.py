@@ -48,8 +48,8 @@ def asanyarray(a: Any, dtype: Any = None, order: Any = None) -> Var:
 
 
 def ascontiguousarray(a: Any, dtype: Any = None) -> Var:
-    """Same as asarray (Vars are always contiguous) (MNN: `numpy.ascontiguousarray`)."""
-    return array(a, dtype, copy=False)
+    """asarray with at least one dimension, as numpy (Vars are always contiguous) (MNN: `numpy.ascontiguousarray`)."""
+    return array(a, dtype, copy=False, ndmin=1)
 
 
 def asarray_chkfinite(a: Any, dtype: Any = None) -> Var:
