@@ -176,6 +176,21 @@ class SessionModule(Module):
         object.__setattr__(self, "output_names", outs)
         self.set_name(os.path.basename(path))
 
+    def _in_format(self, var: Var, name: str) -> Var:
+        """`var` in the layout the model declares for input `name` (MNN's Module converts NCHW <-> NHWC Vars)."""
+        from mnnpy.schema import mnn_generated as fb
+
+        net = self.interpreter.net
+        want = next((op.main.dformat for op in net.oplists or [] if op.type == fb.OpType.Input and op.main is not None
+                     and str(net.tensorName[int(op.outputIndexes[0])]) == name), None)
+        have = {"NCHW": 0, "NHWC": 1}.get(var.data_format.name)
+        if want in (0, 1) and have is not None and want != have and var.ndim == 4:
+            from mnnpy.expr.enums import data_format
+            from mnnpy.expr.math import convert
+
+            return convert(var, data_format(want))
+        return var
+
     def onForward(self, *args: Any) -> Any:
         """Write the inputs (resizing when shapes change), run the session, return the outputs as Vars."""
         single = len(args) == 1 and not isinstance(args[0], (list, tuple))
@@ -183,7 +198,8 @@ class SessionModule(Module):
         if len(inputs) != len(self.input_names):
             raise ValueError(f"forward() got {len(inputs)} inputs, the module takes {self.input_names}")
         s = self.session
-        values = [np.asarray(to_var(v).read()) for v in inputs]
+        values = [np.asarray(self._in_format(to_var(v), n).read())
+                  for v, n in zip(inputs, self.input_names, strict=True)]
         resized = False
         for name, value in zip(self.input_names, values, strict=True):
             idx = s.input_index(name)

@@ -72,3 +72,29 @@ def test_nhwc_data_in_and_out(api: str, tmp_path: Path) -> None:
             assert got.shape == ref.shape, f"{lib.__name__} {api} {name}: shape {got.shape} != {ref.shape}"
             err = float(np.abs(got - ref).max() / np.abs(ref).max())
             assert err <= 1e-4, f"{lib.__name__} {api} {name}: max rel diff {err:.3g}"
+
+
+def test_module_converts_nchw_vars_to_the_declared_nhwc(tmp_path: Path) -> None:
+    """Like MNN's Module, an NCHW Var given to an NHWC model input is converted first (same results)."""
+    import mnnpy
+
+    g, feeds, refs = _graph()
+    path = tmp_path / "model.mnn"
+    convert(g, path, list(refs))
+    libs = [mnnpy]
+    try:
+        import MNN
+
+        libs.append(MNN)
+    except ImportError:
+        pass
+    for lib in libs:
+        F = lib.expr  # noqa: N806 - MNN's own alias
+        module = lib.nn.load_module_from_file(str(path), ["image", "audio"], ["conv"])
+        image = np.ascontiguousarray(feeds["image"].transpose(0, 3, 1, 2))
+        out = module.forward([F.const(image, list(image.shape), F.NCHW, F.float),
+                              F.const(feeds["audio"], list(feeds["audio"].shape), F.NHWC, F.float)])
+        out = out[0] if isinstance(out, list | tuple) else out
+        got = np.array(F.convert(out, F.NHWC).read(), np.float64)
+        err = float(np.abs(got - refs["conv"]).max() / np.abs(refs["conv"]).max())
+        assert err <= 1e-4, f"{lib.__name__}: max rel diff {err:.3g}"
