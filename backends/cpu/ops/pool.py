@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from mnnpy.backends.cpu.compute.common import copy_pixels
 from mnnpy.backends.cpu.ops._common import CPUExecution
 from mnnpy.schema import mnn_generated as fb
 from numpy.lib.stride_tricks import sliding_window_view
@@ -40,11 +41,22 @@ class Pooling(CPUExecution):
         right = max(int(pads[3]), (ow - 1) * sw + kw - w - left)
         self.geom = (top, left, bottom, right, kh, kw, sh, sw, oh, ow)
         fill = -np.inf if self.is_max else 0.0
-        self.padded = np.full((n, c4, h + top + bottom, w + left + right, 4), fill, dtype=np.float32)
-        # one strided view per window tap: the run is kh*kw vectorised max/add calls (a reduction over the two
-        # small window axes of a sliding_window_view is ~18x slower: ResNet-18's 3x3/2 max pool 57 ms -> 3 ms)
-        self.taps = [self.padded[:, :, i: i + (oh - 1) * sh + 1: sh, j: j + (ow - 1) * sw + 1: sw]
-                     for i in range(kh) for j in range(kw)]
+        # Zero/-inf-bordered input with its columns split into sw phases ([.., Hp, sw, Wp/sw, 4]), filled from x by
+        # sw strided 16-byte-pixel copies; then the window is separable: kw column taps (unit-stride views of one
+        # phase) into a column buffer, kh row taps of that into y. Every numpy call has a long contiguous inner
+        # (ow, 4) loop: ResNet-18's 3x3/2 max pool 4.2 -> 0.6 ms (9 taps with a 4-float inner loop before).
+        hp, wp = h + top + bottom, w + left + right
+        self.phases = np.full((n, c4, hp, sw, -(-wp // sw), 4), fill, dtype=np.float32)
+        self.fills = []
+        for q in range(sw):
+            t0 = (q - left) % sw
+            count = len(range(t0, w, sw))
+            if count:
+                k0 = (left + t0) // sw
+                self.fills.append((self.phases[:, :, top: top + h, q, k0: k0 + count], slice(t0, None, sw)))
+        self.columns = np.empty((n, c4, hp, ow, 4), dtype=np.float32)
+        self.col_taps = [self.phases[:, :, :, j % sw, j // sw: j // sw + ow] for j in range(kw)]
+        self.row_taps = [self.columns[:, :, i: i + (oh - 1) * sh + 1: sh] for i in range(kh)]
         if not self.is_max:
             include = p.countType == 1
             ones = np.zeros((h + top + bottom, w + left + right), dtype=np.float32)
@@ -63,13 +75,12 @@ class Pooling(CPUExecution):
             else:
                 np.mean(x, axis=self.axes, keepdims=True, out=y)
             return
-        top, left = self.geom[0], self.geom[1]
-        h, w = x.shape[2], x.shape[3]
-        self.padded[:, :, top: top + h, left: left + w] = x
+        for dst, cols in self.fills:
+            copy_pixels(dst, x[:, :, :, cols], (0, 1, 2, 3))
         combine = np.maximum if self.is_max else np.add
-        np.copyto(y, self.taps[0])
-        for tap in self.taps[1:]:
-            combine(y, tap, out=y)
+        for taps, acc in ((self.col_taps, self.columns), (self.row_taps, y)):
+            np.copyto(acc, taps[0])
+            for tap in taps[1:]:
+                combine(acc, tap, out=acc)
         if not self.is_max:
             y *= self.divisor
-

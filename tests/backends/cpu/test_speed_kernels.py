@@ -1,15 +1,18 @@
 """Kernels rewritten for speed keep their results: in-place GELU (erf) against float64 math.erf, through a session
-(packed and plain layouts)."""
+(packed and plain layouts); phase-split separable pooling against onnxruntime on awkward strides, pads and ceil mode."""
 
 from __future__ import annotations
 
 import math
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from mnnpy.backends.cpu.ops._common import gelu_erf
+from onnx import TensorProto as T
+from onnx import helper as h
 
 from mnnpy.core.session import Session
 
@@ -50,3 +53,22 @@ def test_gelu_in_session(shape: tuple[int, ...]) -> None:
     kinds = {c["algorithm"] for c in s.info()["commands"] if c["type"] == "UnaryOp"}
     assert "gelu-erf" in kinds, kinds
     np.testing.assert_allclose(s.read(s.output_index("y")), _gelu64(-np.abs(x)), rtol=2e-6, atol=2e-6)
+
+
+POOLS = [
+    ("MaxPool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), (1, 8, 17, 16)),
+    ("MaxPool", dict(kernel_shape=[2, 3], strides=[3, 2], pads=[0, 2, 1, 0], ceil_mode=1), (2, 5, 13, 11)),
+    ("MaxPool", dict(kernel_shape=[5, 4], strides=[1, 3]), (1, 6, 9, 14)),
+    ("AveragePool", dict(kernel_shape=[3, 3], strides=[2, 3], pads=[1, 1, 1, 1], count_include_pad=1), (1, 7, 10, 9)),
+    ("AveragePool", dict(kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1), (1, 4, 7, 7)),
+]
+
+
+@pytest.mark.parametrize(("op", "attrs", "shape"), POOLS)
+def test_phase_split_pooling(e2e: Any, op: str, attrs: dict, shape: tuple[int, ...]) -> None:
+    node = h.make_node(op, ["x"], ["y"], **attrs)
+    graph = h.make_graph([node], "p", [h.make_tensor_value_info("x", T.FLOAT, list(shape))],
+                         [h.make_tensor_value_info("y", T.FLOAT, None)])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    e2e.check(model, {"x": x}, rtol=1e-5, atol=1e-6)
