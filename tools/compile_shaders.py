@@ -3,7 +3,9 @@
 Every `backends/vulkan/shaders/*.comp` is compiled with `glslangValidator -V --target-env vulkan1.1`, validated
 with `spirv-val --target-env vulkan1.1` and written next to its source as `<name>.spv` (committed, shipped as
 package data, so the runtime never needs a compiler). Every shader is also compiled with the macro definitions of
-each entry of `VARIANTS` into `<name>_<suffix>.spv` (today: `_fp16`, tensors stored as 16-bit floats).
+each entry of `VARIANTS` into `<name>_<suffix>.spv`: `_fp16` (tensors stored as 16-bit floats, fp32 math) for all,
+`_fp16a` (16-bit storage and float16 arithmetic) only for shaders whose source has the line `// variants: fp16a`
+(those written with the arithmetic types of types.glsl).
 
 Usage:
     python tools/compile_shaders.py            # (re)write the .spv files
@@ -22,7 +24,8 @@ from pathlib import Path
 SHADER_DIR = Path(__file__).resolve().parent.parent / "backends" / "vulkan" / "shaders"
 TARGET_ENV = "vulkan1.1"
 # variant suffix -> macro definitions, built for every shader (fused activations are push constants, not variants).
-VARIANTS: dict[str, tuple[str, ...]] = {"fp16": ("FP16",)}
+VARIANTS: dict[str, tuple[str, ...]] = {"fp16": ("FP16",), "fp16a": ("FP16", "FP16_MATH")}
+OPT_IN = {"fp16a"}  # variants built only for shaders that declare them with a `// variants: <suffix>` line
 
 
 class ShaderError(RuntimeError):
@@ -40,8 +43,11 @@ def targets(shader_dir: Path = SHADER_DIR) -> list[tuple[Path, str, tuple[str, .
     out: list[tuple[Path, str, tuple[str, ...]]] = []
     for src in sorted(shader_dir.glob("*.comp")):
         out.append((src, f"{src.stem}.spv", ()))
+        declared = {w for line in src.read_text().splitlines() if line.startswith("// variants:")
+                    for w in line.split(":", 1)[1].split()}
         for suffix, macros in sorted(VARIANTS.items()):
-            out.append((src, f"{src.stem}_{suffix}.spv", macros))
+            if suffix not in OPT_IN or suffix in declared:
+                out.append((src, f"{src.stem}_{suffix}.spv", macros))
     return out
 
 

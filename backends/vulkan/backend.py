@@ -40,7 +40,7 @@ import numpy as np
 import vulkan as vk
 from mnnpy.backends.vulkan import layout
 from mnnpy.backends.vulkan.memory import DeviceBuffer
-from mnnpy.backends.vulkan.pipeline import DescriptorAllocator, Pipeline
+from mnnpy.backends.vulkan.pipeline import DescriptorAllocator, Pipeline, has_shader
 from mnnpy.backends.vulkan.recording import Recorder
 from mnnpy.backends.vulkan.runtime import COUNTERS
 
@@ -103,9 +103,17 @@ class VulkanBackend(Backend):
         self.eager = False
         low = str(self.config.get("precision", "normal")).lower() == "low"
         self.fp16 = low and bool(getattr(self.vdev, "fp16_storage", False))
+        self.fp16_math = self.fp16 and bool(getattr(self.vdev, "fp16_math", False))
         self.tensor_dtype = np.dtype(np.float16 if self.fp16 else np.float32)
         if self.vdev.limits.min_storage_alignment > memory.ALIGN:
             raise ValueError(f"device needs {self.vdev.limits.min_storage_alignment}-byte storage offsets")
+
+    def variant(self, shader: str) -> str:
+        """The SPIR-V to run: `_fp16a` (float16 arithmetic) where the shader has it and the device has shaderFloat16,
+        else `_fp16` (16-bit storage, fp32 math) for precision='low', else the fp32 shader."""
+        if self.fp16_math and has_shader(f"{shader}_fp16a"):
+            return f"{shader}_fp16a"
+        return f"{shader}_fp16" if self.fp16 else shader
 
     # ---- creation --------------------------------------------------------------------------------------------
     def on_create(self, op_type: int, op: Any, inputs: Sequence[TensorRef],

@@ -8,6 +8,7 @@ as in MNN, so the same SPIR-V serves every work-group size. Extra int specializa
 
 from __future__ import annotations
 
+import functools
 import struct
 import sys
 from dataclasses import dataclass
@@ -28,6 +29,12 @@ class Pipeline:
     bindings: int
     push_bytes: int
     local_size: int
+
+
+@functools.cache
+def has_shader(name: str) -> bool:
+    """Whether the package ships `shaders/<name>.spv` (e.g. an optional `_fp16a` variant)."""
+    return resources.files("mnnpy.backends.vulkan").joinpath("shaders", f"{name}.spv").is_file()
 
 
 def load_spirv(name: str) -> bytes:

@@ -22,6 +22,11 @@ from mnnpy.core.backend import Backend, BackendUnavailable, Runtime
 COUNTERS: dict[str, int] = {"pipelines_created": 0, "records": 0, "submits": 0, "allocations": 0,
                             "descriptor_sets": 0, "uploads": 0, "executions_recorded": 0}
 NO_DEVICE = "vulkan: no device (install mesa-vulkan-drivers?)"
+FLOAT16_EXTENSION = "VK_KHR_shader_float16_int8"
+
+
+def _device_extensions(physical: Any) -> set[str]:
+    return {str(e.extensionName) for e in vk.vkEnumerateDeviceExtensionProperties(physical, None)}
 
 
 @dataclass(frozen=True)
@@ -42,7 +47,7 @@ class DeviceLimits:
 
     @property
     def fp16(self) -> bool:
-        """Whether fp16 storage + arithmetic could be used (precision='low' needs only 16-bit storage today)."""
+        """Whether the device reports fp16 storage + arithmetic (shaderFloat16 and storageBuffer16BitAccess)."""
         return self.shader_float16 and self.storage_buffer_16bit
 
 
@@ -109,14 +114,25 @@ class VulkanDevice:
         queue_info = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.queue_family, queueCount=1,
                                                 pQueuePriorities=priorities)
         queue_infos = [queue_info]
+        # precision='low': 16-bit storage (core 1.1) and, where the device has them, float16 arithmetic
+        # (VK_KHR_shader_float16_int8, core in 1.2; this instance asks for 1.1, so the extension is enabled)
         storage16 = vk.ffi.new("VkPhysicalDevice16BitStorageFeatures*")
         storage16.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES
         storage16.storageBuffer16BitAccess = int(self.limits.storage_buffer_16bit)
+        float16 = vk.ffi.new("VkPhysicalDeviceShaderFloat16Int8Features*")
+        float16.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES
+        self.fp16_math = self.limits.fp16 and FLOAT16_EXTENSION in _device_extensions(self.physical)
+        float16.shaderFloat16 = int(self.fp16_math)
+        extensions = [FLOAT16_EXTENSION] if self.fp16_math else []
+        storage16.pNext = float16 if self.fp16_math else vk.ffi.NULL
         dev_info = vk.VkDeviceCreateInfo(queueCreateInfoCount=1, pQueueCreateInfos=queue_infos,
+                                         enabledExtensionCount=len(extensions),
+                                         ppEnabledExtensionNames=extensions or None,
                                          pNext=storage16 if self.limits.storage_buffer_16bit else None)
         self.device = vk.vkCreateDevice(self.physical, dev_info, None)
         self.fp16_storage = self.limits.storage_buffer_16bit
-        del queue_info, queue_infos, priorities, dev_info, storage16
+        self.fp16_math = self.fp16_math and self.fp16_storage
+        del queue_info, queue_infos, priorities, dev_info, storage16, float16, extensions
         self.queue = vk.vkGetDeviceQueue(self.device, self.queue_family, 0)
         pool_info = vk.VkCommandPoolCreateInfo(queueFamilyIndex=self.queue_family,
                                                flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT)

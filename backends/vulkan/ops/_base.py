@@ -73,7 +73,7 @@ class VulkanExecution(Execution):
         the shader's int specialization constants 1, 2, ..."""
         push = pack_push(push_fmt, *push_values)
         vdev = self.backend.vdev
-        name = f"{shader}_fp16" if self.backend.fp16 else shader
+        name = self.backend.variant(shader)
         pipe = vdev.pipelines.get(name, len(reads) + len(writes), len(push), vdev.group_size(), spec)
         self.backend.add_dispatch(pipe, reads, writes, push, items)
         self.launches.append((name, self.backend.dispatches[-1].groups))

@@ -1,6 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "types.glsl"
+// variants: fp16a
 // Elementwise binary op with numpy broadcasting, in the logical index space (rank <= 4 after dim merging).
 // Op codes (specialization constant 1) are MNN's BinaryOpOperation values; zero strides broadcast an input.
 layout(local_size_x_id = 0) in;
@@ -73,6 +74,17 @@ float apply(int op, float x, float y) {
     return 0.0;
 }
 
+AFLOAT apply_a(int op, AFLOAT x, AFLOAT y) {  // arithmetic ops in the arithmetic type (float16 in `_fp16a`)
+    if (op == 0) return x + y;
+    if (op == 1) return x - y;
+    if (op == 2) return x * y;
+    if (op == 3 || op == 7) return x / y;
+    if (op == 4 || op == 9) return max(x, y);
+    if (op == 5 || op == 8) return min(x, y);
+    if (op == 14) return (x - y) * (x - y);
+    return AFLOAT(apply(op, float(x), float(y)));  // pow, floored division, atan2, comparisons...: fp32
+}
+
 void main() {
     int total = p.fmt_o.z;
     for (int i = int(gl_GlobalInvocationID.x); i < total; i += grid_stride()) {
@@ -91,8 +103,8 @@ void main() {
                 r = q;
             }
         }
-        float x = float(a[phys_index(ia, p.fmt_ab.x, p.fmt_ab.y)]);
-        float y = float(b[phys_index(ib, p.fmt_ab.z, p.fmt_ab.w)]);
-        o[phys_index(i, p.fmt_o.x, p.fmt_o.y)] = TFLOAT(clamp(apply(OP, x, y), p.act_min, p.act_max));
+        AFLOAT x = AFLOAT(a[phys_index(ia, p.fmt_ab.x, p.fmt_ab.y)]);
+        AFLOAT y = AFLOAT(b[phys_index(ib, p.fmt_ab.z, p.fmt_ab.w)]);
+        o[phys_index(i, p.fmt_o.x, p.fmt_o.y)] = TFLOAT(clamp(float(apply_a(OP, x, y)), p.act_min, p.act_max));
     }
 }

@@ -1,11 +1,12 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "types.glsl"
+// variants: fp16a
 // General 2-D convolution on NC4HW4 tensors. One invocation computes 4 neighbouring output texels along x for
 // 2 output channel blocks (n, oc4 and oc4 + 1, oh, ow..ow+3): every input load feeds 8 mat4 products.
 // Weights are packed as [OC/4][IC/4][KH][KW][4] vec4s: entry k of a block holds the 4 output channels' weights
 // for input channel 4*ic4 + k (OC/4 is padded to an even count). Bias is [OC/4] vec4 (padded the same way);
-// the result is clamped to [act_min, act_max] (ReLU/ReLU6).
+// the result is clamped to [act_min, act_max] (ReLU/ReLU6). `_fp16a`: products in float16, sums in fp32.
 layout(local_size_x_id = 0) in;
 layout(std430, binding = 0) readonly buffer In { TVEC4 x[]; };
 layout(std430, binding = 1) readonly buffer Weight { vec4 w[]; };
@@ -21,11 +22,11 @@ layout(push_constant) uniform Params {
 } p;
 #include "common.glsl"
 
-vec4 tap(int row, int ix, bvec4 valid) {
+AVEC4 tap(int row, int ix, bvec4 valid) {
     if (ix < 0 || ix >= p.in_size.x) {
-        return vec4(0.0);
+        return AVEC4(0.0);
     }
-    return mix(vec4(0.0), vec4(x[row + ix]), valid);
+    return mix(AVEC4(0.0), AVEC4(x[row + ix]), valid);
 }
 
 void store(int index, vec4 v) {
@@ -71,20 +72,20 @@ void main() {
                 for (int kx = 0; kx < p.kernel.x; ++kx) {
                     int ix = ix0 + kx * p.pad_dil.z;
                     int k = wbase + (ky * p.kernel.x + kx) * 4;
-                    mat4 m = mat4(w[k], w[k + 1], w[k + 2], w[k + 3]);
-                    mat4 m2 = mat4(w[k + block], w[k + block + 1], w[k + block + 2], w[k + block + 3]);
-                    vec4 v0 = tap(row, ix, valid);
-                    vec4 v1 = tap(row, ix + sx, valid);
-                    vec4 v2 = tap(row, ix + 2 * sx, valid);
-                    vec4 v3 = tap(row, ix + 3 * sx, valid);
-                    a0 += m * v0;
-                    a1 += m * v1;
-                    a2 += m * v2;
-                    a3 += m * v3;
-                    b0 += m2 * v0;
-                    b1 += m2 * v1;
-                    b2 += m2 * v2;
-                    b3 += m2 * v3;
+                    AMAT4 m = AMAT4(w[k], w[k + 1], w[k + 2], w[k + 3]);
+                    AMAT4 m2 = AMAT4(w[k + block], w[k + block + 1], w[k + block + 2], w[k + block + 3]);
+                    AVEC4 v0 = tap(row, ix, valid);
+                    AVEC4 v1 = tap(row, ix + sx, valid);
+                    AVEC4 v2 = tap(row, ix + 2 * sx, valid);
+                    AVEC4 v3 = tap(row, ix + 3 * sx, valid);
+                    a0 += ACC4(m * v0);
+                    a1 += ACC4(m * v1);
+                    a2 += ACC4(m * v2);
+                    a3 += ACC4(m * v3);
+                    b0 += ACC4(m2 * v0);
+                    b1 += ACC4(m2 * v1);
+                    b2 += ACC4(m2 * v2);
+                    b3 += ACC4(m2 * v3);
                 }
             }
         }

@@ -1,6 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "types.glsl"
+// variants: fp16a
 // 1x1 stride-1 unpadded convolution on NC4HW4 tensors (a GEMM over channels). Pixels are numbered over batch and
 // plane together (p = n * area + s), and one invocation computes 4 consecutive pixels of one output channel block,
 // so small planes (area 1: fully connected layers, token batches) still fill every lane.
@@ -50,11 +51,11 @@ void main() {
         int step = 0;
         for (int c4 = 0; c4 < p.ic4; ++c4) {
             bvec4 valid = lessThan(ivec4(c4 * 4) + ivec4(0, 1, 2, 3), ivec4(p.ic));
-            mat4 m = mat4(w[k], w[k + 1], w[k + 2], w[k + 3]);
-            acc0 += m * mix(vec4(0.0), vec4(x[b0 + step]), valid);
-            acc1 += m * mix(vec4(0.0), vec4(x[b1 + step]), valid);
-            acc2 += m * mix(vec4(0.0), vec4(x[b2 + step]), valid);
-            acc3 += m * mix(vec4(0.0), vec4(x[b3 + step]), valid);
+            AMAT4 m = AMAT4(w[k], w[k + 1], w[k + 2], w[k + 3]);
+            acc0 += ACC4(m * mix(AVEC4(0.0), AVEC4(x[b0 + step]), valid));
+            acc1 += ACC4(m * mix(AVEC4(0.0), AVEC4(x[b1 + step]), valid));
+            acc2 += ACC4(m * mix(AVEC4(0.0), AVEC4(x[b2 + step]), valid));
+            acc3 += ACC4(m * mix(AVEC4(0.0), AVEC4(x[b3 + step]), valid));
             step += p.area;
             k += 4;
         }

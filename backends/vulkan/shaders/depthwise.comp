@@ -1,6 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "types.glsl"
+// variants: fp16a
 // Depthwise 2-D convolution on NC4HW4 tensors: weights [C/4][KH][KW] vec4, bias [C/4] vec4.
 // One invocation computes 4 neighbouring output texels along x of one channel block.
 layout(local_size_x_id = 0) in;
@@ -18,11 +19,11 @@ layout(push_constant) uniform Params {
 } p;
 #include "common.glsl"
 
-vec4 tap(int row, int ix, bvec4 valid) {
+AVEC4 tap(int row, int ix, bvec4 valid) {
     if (ix < 0 || ix >= p.in_size.x) {
-        return vec4(0.0);
+        return AVEC4(0.0);
     }
-    return mix(vec4(0.0), vec4(x[row + ix]), valid);
+    return mix(AVEC4(0.0), AVEC4(x[row + ix]), valid);
 }
 
 void store(int index, vec4 v) {
@@ -57,11 +58,11 @@ void main() {
             int row = (plane + iy) * p.in_size.x;
             for (int kx = 0; kx < p.kernel.x; ++kx) {
                 int ix = ix0 + kx * p.pad_dil.z;
-                vec4 wk = w[(c4 * p.kernel.y + ky) * p.kernel.x + kx];
-                a0 += wk * tap(row, ix, valid);
-                a1 += wk * tap(row, ix + sx, valid);
-                a2 += wk * tap(row, ix + 2 * sx, valid);
-                a3 += wk * tap(row, ix + 3 * sx, valid);
+                AVEC4 wk = AVEC4(w[(c4 * p.kernel.y + ky) * p.kernel.x + kx]);
+                a0 += ACC4(wk * tap(row, ix, valid));
+                a1 += ACC4(wk * tap(row, ix + sx, valid));
+                a2 += ACC4(wk * tap(row, ix + 2 * sx, valid));
+                a3 += ACC4(wk * tap(row, ix + 3 * sx, valid));
             }
         }
         int out_w = p.out_size.x;

@@ -1,6 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "types.glsl"
+// variants: fp16a
 // GroupNorm: x [N, C, area] (plain when c_phys == 0, else NC4HW4), one invocation per (batch, group): mean and
 // variance over the group's channels and area, then gamma/beta per channel and optional swish.
 layout(local_size_x_id = 0) in;
@@ -37,13 +38,14 @@ void main() {
             float t = float(x[phys_index(base + e, p.c_phys, p.area)]) - mean;
             var += t * t;
         }
-        float inv = inversesqrt(var / float(count) + p.eps);
+        AFLOAT inv = AFLOAT(inversesqrt(var / float(count) + p.eps));
+        AFLOAT mean_a = AFLOAT(mean);
         for (int e = 0; e < count; ++e) {
             int c = g * cg + e / p.area;
             int at = phys_index(base + e, p.c_phys, p.area);
-            float t = (float(x[at]) - mean) * inv * gamma[c] + beta[c];
+            AFLOAT t = (AFLOAT(x[at]) - mean_a) * inv * AFLOAT(gamma[c]) + AFLOAT(beta[c]);
             if (p.swish != 0) {
-                t = t / (1.0 + exp(-t));
+                t = t / (H(1.0) + exp(-t));
             }
             y[at] = TFLOAT(t);
         }

@@ -1,6 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "types.glsl"
+// variants: fp16a
 // LayerNorm / RMSNorm over the innermost `inner` elements of each row of a row-major tensor:
 // y = (x - mean) / sqrt(var + eps) * gamma + beta (rms: no mean subtraction). One invocation per row.
 layout(local_size_x_id = 0) in;
@@ -31,9 +32,10 @@ void main() {
             float d = float(x[base + k]) - mean;
             var += d * d;
         }
-        float inv = inversesqrt(var / float(p.inner) + p.eps);
+        AFLOAT inv = AFLOAT(inversesqrt(var / float(p.inner) + p.eps));
+        AFLOAT mean_a = AFLOAT(mean);
         for (int k = 0; k < p.inner; ++k) {
-            y[base + k] = TFLOAT((float(x[base + k]) - mean) * inv * gamma[k] + beta[k]);
+            y[base + k] = TFLOAT((AFLOAT(x[base + k]) - mean_a) * inv * AFLOAT(gamma[k]) + AFLOAT(beta[k]));
         }
     }
 }

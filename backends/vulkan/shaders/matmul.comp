@@ -1,6 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "types.glsl"
+// variants: fp16a
 // Batched C[b] = op(A[b]) @ op(B[b]) + bias on row-major buffers; one invocation computes 4 consecutive columns
 // of one output row, so every A element loaded feeds 4 products.
 // Element (m, k) of op(A) sits at a_batch*b + m*a_stride.y + k*a_stride.z (transposes are just strides);
@@ -33,8 +34,8 @@ void main() {
             acc = vec4(float(bias[cols.x]), float(bias[cols.y]), float(bias[cols.z]), float(bias[cols.w]));
         }
         for (int k = 0; k < p.mnk.z; ++k) {
-            float av = float(a[ai]);
-            acc += av * vec4(float(b[bi.x]), float(b[bi.y]), float(b[bi.z]), float(b[bi.w]));
+            AFLOAT av = AFLOAT(a[ai]);
+            acc += ACC4(av * AVEC4(AFLOAT(b[bi.x]), AFLOAT(b[bi.y]), AFLOAT(b[bi.z]), AFLOAT(b[bi.w])));
             ai += p.a_stride.z;
             bi += ivec4(p.b_stride.y);
         }

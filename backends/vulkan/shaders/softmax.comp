@@ -1,6 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "types.glsl"
+// variants: fp16a
 // Softmax along one axis of the logical shape (outer, axis, inner); one invocation per (outer, inner) pair.
 layout(local_size_x_id = 0) in;
 layout(std430, binding = 0) readonly buffer In { TFLOAT x[]; };
@@ -17,18 +18,18 @@ void main() {
     for (int i = int(gl_GlobalInvocationID.x); i < p.dims.w; i += grid_stride()) {
         int o = i / inner;
         int base = o * axis * inner + (i - o * inner);
-        float m = -3.402823e38;
-        for (int k = 0; k < axis; ++k) {
-            m = max(m, float(x[phys_index(base + k * inner, p.fmt.x, p.fmt.y)]));
+        AFLOAT m = AFLOAT(x[phys_index(base, p.fmt.x, p.fmt.y)]);
+        for (int k = 1; k < axis; ++k) {
+            m = max(m, AFLOAT(x[phys_index(base + k * inner, p.fmt.x, p.fmt.y)]));
         }
         float s = 0.0;
         for (int k = 0; k < axis; ++k) {
-            s += exp(float(x[phys_index(base + k * inner, p.fmt.x, p.fmt.y)]) - m);
+            s += float(exp(AFLOAT(x[phys_index(base + k * inner, p.fmt.x, p.fmt.y)]) - m));
         }
         float inv = 1.0 / s;
         for (int k = 0; k < axis; ++k) {
             int j = base + k * inner;
-            y[phys_index(j, p.fmt.z, p.fmt.w)] = TFLOAT(exp(float(x[phys_index(j, p.fmt.x, p.fmt.y)]) - m) * inv);
+            y[phys_index(j, p.fmt.z, p.fmt.w)] = TFLOAT(float(exp(AFLOAT(x[phys_index(j, p.fmt.x, p.fmt.y)]) - m)) * inv);
         }
     }
 }

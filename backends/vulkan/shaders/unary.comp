@@ -1,6 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "types.glsl"
+// variants: fp16a
 // Elementwise unary op over the physical buffer (same layout in and out). Op codes (specialization constant 1):
 // MNN's UnaryOpOperation,
 // plus 100 = leaky ReLU (param0 = slope), 101 = clamp (ReLU6: param0 = min, param1 = max) and
@@ -69,9 +70,24 @@ float apply(int op, float x) {
     return x;
 }
 
+AFLOAT apply_a(int op, AFLOAT x) {  // activations in the arithmetic type (float16 in `_fp16a`); the rest in fp32
+    if (op == 0) return abs(x);
+    if (op == 1) return -x;
+    if (op == 4) return x * x;
+    if (op == 29) return H(1.0) / (H(1.0) + exp(-x));
+    if (op == 30) return tanh(clamp(x, H(-15.0), H(15.0)));
+    if (op == 31) return x * clamp(x + H(3.0), H(0.0), H(6.0)) / H(6.0);
+    if (op == 32) return H(0.5) * x * (H(1.0) + tanh(clamp(H(0.7978845608) * (x + H(0.044715) * x * x * x),
+                                                          H(-15.0), H(15.0))));
+    if (op == 34) return x / (H(1.0) + exp(-x));
+    if (op == 100) return x > H(0.0) ? x : x * H(p.param0);
+    if (op == 101) return clamp(x, H(p.param0), H(p.param1));
+    return AFLOAT(apply(op, float(x)));
+}
+
 void main() {
     for (int i = int(gl_GlobalInvocationID.x); i < p.total; i += grid_stride()) {
-        float v = apply(OP, float(x_in[i]));
+        float v = float(apply_a(OP, AFLOAT(x_in[i])));
         if (p.c > 0) {
             int ch = ((i >> 2) / p.area) % ((p.c + 3) / 4) * 4 + (i & 3);
             if (ch >= p.c) {

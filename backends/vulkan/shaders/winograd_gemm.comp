@@ -1,6 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "types.glsl"
+// variants: fp16a
 // Winograd F(2x2, 3x3), step 2 of 3: 16 independent GEMMs, M[pos] = U[pos] x V[pos] over input channel blocks.
 // U (weights, transformed once: G g G^T) is [16][OC4][IC4][4] vec4s: entry k of a block holds the 4 output
 // channels' weights for input lane k (one mat4 per block pair). V is [16][IC4][tiles], M is [16][OC4][tiles].

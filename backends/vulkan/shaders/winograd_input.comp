@@ -1,6 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "types.glsl"
+// variants: fp16a
 // Winograd F(2x2, 3x3), step 1 of 3: input transform V = B^T d B of the 4x4 input patch of every output tile
 // (patches overlap by 2; the patch of tile (ty, tx) starts at (2 ty - pad y, 2 tx - pad x), zero outside the image
 // and in padded channel lanes). B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1].

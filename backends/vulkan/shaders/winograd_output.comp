@@ -1,6 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "types.glsl"
+// variants: fp16a
 // Winograd F(2x2, 3x3), step 3 of 3: output transform Y = A^T M A (A^T = [1 1 1 0; 0 1 -1 -1]) of every tile,
 // plus bias, clamped to [act_min, act_max] (ReLU/ReLU6), stored to the NC4HW4 output (edge tiles store only the
 // texels inside it). M is [16][OC4][tiles] vec4s, bias [OC4] vec4s.

@@ -137,3 +137,23 @@ def conv_reference(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: tuple[in
 def conv_ref() -> Any:
     """`conv_ref(x, w, b, stride, pads (top, left, bottom, right), dilation, group)`: numpy NCHW convolution."""
     return conv_reference
+
+
+def conv_op(w: np.ndarray, b: np.ndarray, pads: tuple[int, ...], act: str = "none", stride: int = 1) -> Any:
+    """A Convolution op (one group) with weights (OC, IC, KH, KW), pads (top, left, bottom, right), ReLU/ReLU6."""
+    from mnnpy.schema import mnn_generated as fb
+
+    common = fb.Convolution2DCommonT()
+    common.kernelY, common.kernelX = w.shape[2:]
+    common.strideY = common.strideX = stride
+    common.pads, common.group, common.outputCount = list(pads), 1, w.shape[0]
+    common.relu, common.relu6 = act == "relu", act == "relu6"
+    conv = fb.Convolution2DT()
+    conv.common, conv.weight, conv.bias = common, w.ravel().tolist(), b.tolist()
+    return _make_op(fb.OpType.Convolution, conv)
+
+
+@pytest.fixture
+def make_conv() -> Any:
+    """`make_conv(w, b, pads, act='none', stride=1)`: a one-group Convolution op (see `conv_op`)."""
+    return conv_op

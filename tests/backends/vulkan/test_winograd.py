@@ -23,25 +23,13 @@ WINOGRAD_CASES = [  # (n, ic, oc, h, w, pads (top, left, bottom, right), act)
 ]
 
 
-def _conv(make_op: Any, w: np.ndarray, b: np.ndarray, pads: tuple[int, ...], act: str = "none",
-          stride: int = 1) -> Any:
-    common = fb.Convolution2DCommonT()
-    common.kernelY, common.kernelX = w.shape[2:]
-    common.strideY = common.strideX = stride
-    common.pads, common.group, common.outputCount = list(pads), 1, w.shape[0]
-    common.relu, common.relu6 = act == "relu", act == "relu6"
-    conv = fb.Convolution2DT()
-    conv.common, conv.weight, conv.bias = common, w.ravel().tolist(), b.tolist()
-    return make_op(fb.OpType.Convolution, conv)
-
-
 @pytest.mark.parametrize("case", WINOGRAD_CASES, ids=[f"{c[1]}x{c[2]}_{c[3]}x{c[4]}" for c in WINOGRAD_CASES])
-def test_winograd_matches_cpu_backend(run_op: Any, run_cpu: Any, make_op: Any, conv_ref: Any, case: tuple) -> None:
+def test_winograd_matches_cpu_backend(run_op: Any, run_cpu: Any, make_conv: Any, conv_ref: Any, case: tuple) -> None:
     n, ic, oc, h, w, pads, act = case
     x = RNG.standard_normal((n, ic, h, w)).astype(np.float32)
     wt = (RNG.standard_normal((oc, ic, 3, 3)) * 0.2).astype(np.float32)
     b = RNG.standard_normal(oc).astype(np.float32)
-    op = _conv(make_op, wt, b, pads, act)
+    op = make_conv(wt, b, pads, act)
     want = conv_ref(x, wt, b, (1, 1), pads, (1, 1), 1)
     want = np.maximum(want, 0) if act == "relu" else np.clip(want, 0, 6) if act == "relu6" else want
     desc = TensorDesc(want.shape, np.float32, "NC4HW4")
@@ -57,13 +45,13 @@ def test_winograd_matches_cpu_backend(run_op: Any, run_cpu: Any, make_op: Any, c
 
 @pytest.mark.parametrize(("ic", "oc", "stride", "algo"), [(33, 37, 1, "winograd"), (33, 37, 2, "direct"),
                                                          (16, 16, 1, "direct"), (4, 300, 1, "direct")])
-def test_winograd_rule(run_op: Any, make_op: Any, conv_ref: Any, ic: int, oc: int, stride: int, algo: str) -> None:
+def test_winograd_rule(run_op: Any, make_conv: Any, conv_ref: Any, ic: int, oc: int, stride: int, algo: str) -> None:
     """3x3 stride 1 with IC x OC >= 1024 and both >= 8 (ops/winograd.py); the others run the direct shader."""
     x = RNG.standard_normal((1, ic, 6, 6)).astype(np.float32)
     wt = (RNG.standard_normal((oc, ic, 3, 3)) * 0.2).astype(np.float32)
     b = RNG.standard_normal(oc).astype(np.float32)
     want = conv_ref(x, wt, b, (stride, stride), (1, 1, 1, 1), (1, 1), 1)
-    runner = run_op(fb.OpType.Convolution, _conv(make_op, wt, b, (1, 1, 1, 1), stride=stride), [(x, "NC4HW4")],
+    runner = run_op(fb.OpType.Convolution, make_conv(wt, b, (1, 1, 1, 1), stride=stride), [(x, "NC4HW4")],
                     [TensorDesc(want.shape, np.float32, "NC4HW4")])
     assert runner.execution.algorithm == algo
     (got,) = runner.run()
