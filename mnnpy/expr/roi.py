@@ -24,10 +24,8 @@ def _float_var(x: Any) -> Var:
 
 
 def _roi_inputs(fn: str, input: Any, roi: Any, pooled_height: int, pooled_width: int, output_grad: bool,
-                backward_diff: Any) -> tuple[Var, Var]:
-    if output_grad:
-        raise NotImplementedError(f"mnnpy.expr.{fn}: backward mode (output_grad=True) is not implemented; "
-                                  f"backward_diff={'given' if backward_diff is not None else 'None'}")
+                backward_diff: Any) -> list[Var]:
+    """[input, roi] (forward) or [input, roi, backward_diff] (output_grad), checked."""
     x, r = _float_var(input), _float_var(roi)
     if x.ndim != 4:
         raise ValueError(f"mnnpy.expr.{fn}: input must be 4-D [N, C, H, W], got shape {x.shape}")
@@ -37,11 +35,20 @@ def _roi_inputs(fn: str, input: Any, roi: Any, pooled_height: int, pooled_width:
         raise ValueError(f"mnnpy.expr.{fn}: pooled size must be positive, got {pooled_height}x{pooled_width}")
     if x.data_format == data_format.NHWC:
         x = m.convert(x, data_format.NC4HW4)
-    return x, r
+    if not output_grad:
+        return [x, r]
+    if backward_diff is None:
+        raise ValueError(f"mnnpy.expr.{fn}: output_grad=True needs backward_diff (the pooled output's gradient)")
+    diff = _float_var(backward_diff)
+    want = [r.shape[0], x.shape[1], int(pooled_height), int(pooled_width)]
+    if diff.shape != want:
+        raise ValueError(f"mnnpy.expr.{fn}: backward_diff must be {want}, got {diff.shape}")
+    return [x, r, diff]
 
 
-def _params(pooled_height: int, pooled_width: int, spatial_scale: float) -> Any:
+def _params(pooled_height: int, pooled_width: int, spatial_scale: float, output_grad: bool) -> Any:
     p = fb.RoiParametersT()
+    p.outputGrad = bool(output_grad)
     p.pooledHeight, p.pooledWidth = int(pooled_height), int(pooled_width)
     p.spatialScale = float(spatial_scale)
     return p
@@ -50,27 +57,31 @@ def _params(pooled_height: int, pooled_width: int, spatial_scale: float) -> Any:
 def roi_pooling(input: Any, roi: Any, pooled_height: int, pooled_width: int, spatial_scale: float,
                 output_grad: bool = False, backward_diff: Any = None) -> Var:
     """Fast R-CNN max ROI pooling; roi rows are (batch, x1, y1, x2, y2); result NC4HW4 [n, C, ph, pw]
-    (MNN: `expr.roi_pooling`, ROIPooling op).
+    (MNN: `expr.roi_pooling`, ROIPooling op). With output_grad, the gradient of `input` for `backward_diff`.
     """
-    x, r = _roi_inputs("roi_pooling", input, roi, pooled_height, pooled_width, output_grad, backward_diff)
-    return apply(OT.ROIPooling, [x, r], PT.RoiParameters, _params(pooled_height, pooled_width, spatial_scale))
+    ins = _roi_inputs("roi_pooling", input, roi, pooled_height, pooled_width, output_grad, backward_diff)
+    return apply(OT.ROIPooling, ins, PT.RoiParameters,
+                 _params(pooled_height, pooled_width, spatial_scale, output_grad))
 
 
 def roi_align(input: Any, roi: Any, pooled_height: int, pooled_width: int, spatial_scale: float,
               sampling_ratio: int, aligned: bool, pooling_mode: Any, output_grad: bool = False,
               backward_diff: Any = None) -> Var:
     """Mask R-CNN ROI align (average or max of bilinear samples); result NC4HW4 [n, C, ph, pw]
-    (MNN: `expr.roi_align`, ROIAlign op).
+    (MNN: `expr.roi_align`, ROIAlign op). With output_grad (AVEPOOL only, as MNN), the gradient of `input` for
+    `backward_diff`.
     """
-    x, r = _roi_inputs("roi_align", input, roi, pooled_height, pooled_width, output_grad, backward_diff)
+    ins = _roi_inputs("roi_align", input, roi, pooled_height, pooled_width, output_grad, backward_diff)
     mode = pooling_mode.value if hasattr(pooling_mode, "value") else int(pooling_mode)
     if mode not in (Pooling_Mode.MAXPOOL.value, Pooling_Mode.AVEPOOL.value):
         raise ValueError(f"mnnpy.expr.roi_align: pooling_mode must be MAXPOOL or AVEPOOL, got {pooling_mode!r}")
-    p = _params(pooled_height, pooled_width, spatial_scale)
+    if output_grad and mode == Pooling_Mode.MAXPOOL.value:
+        raise NotImplementedError("mnnpy.expr.roi_align: max pooling has no backward mode (MNN 3.6.1 has none either)")
+    p = _params(pooled_height, pooled_width, spatial_scale, output_grad)
     p.samplingRatio = int(sampling_ratio)
     p.aligned = bool(aligned)
     p.poolType = fb.PoolType.MAXPOOL if mode == Pooling_Mode.MAXPOOL.value else fb.PoolType.AVEPOOL
-    return apply(OT.ROIAlign, [x, r], PT.RoiParameters, p)
+    return apply(OT.ROIAlign, ins, PT.RoiParameters, p)
 
 
 def crop_and_resize(x: Any, boxes: Any, box_ind: Any, crop_size: Any, method: Any = Interp_Method.BILINEAR,

@@ -98,14 +98,39 @@ def test_roi_pooling_matches_reference_and_official(shape: tuple, ph: int, pw: i
     np.testing.assert_array_equal(ours, _official_roi("roi_pooling", x, rois, ph, pw, scale))
 
 
+@pytest.mark.parametrize("fn", ["roi_pooling", "roi_align"])
+def test_roi_backward_is_the_adjoint_and_matches_official(fn: str) -> None:
+    x = RNG.normal(size=(2, 3, 9, 8)).astype(np.float32)
+    rois = _rois(4, 2, 9, 8, 1.0)
+    diff = RNG.normal(size=(4, 3, 2, 3)).astype(np.float32)
+    extra = (1.0, 2, True, F.AVEPOOL) if fn == "roi_align" else (1.0,)
+    xin = F.convert(F.const(x, x.shape), F.NC4HW4)
+    grad = getattr(F, fn)(xin, F.const(rois, rois.shape), 2, 3, *extra, True, F.const(diff, diff.shape))
+    assert grad.shape == list(x.shape)
+    g = F.convert(grad, F.NCHW).read()
+    pooled = F.convert(getattr(F, fn)(xin, F.const(rois, rois.shape), 2, 3, *extra), F.NCHW).read()
+    # both poolings are linear in x around x (max pooling: with the arg-max fixed), so <diff, f(x)> = <grad, x>
+    np.testing.assert_allclose(np.vdot(diff, pooled), np.vdot(g, x), rtol=1e-4)
+    mnn = official.require_mnn()
+    e = mnn.expr
+    theirs_extra = (1.0, 2, True, e.AVEPOOL) if fn == "roi_align" else (1.0,)
+    ddiff = e.convert(e.const(diff, list(diff.shape)), e.NC4HW4)
+    theirs = _official_roi(fn, x, rois, 2, 3, *theirs_extra, True, ddiff)
+    np.testing.assert_allclose(g, theirs, rtol=1e-5, atol=1e-6)
+
+
 def test_roi_bad_input() -> None:
     x = F.const(np.zeros((1, 2, 4, 4), np.float32))
     with pytest.raises(ValueError, match=r"roi must be \[num_rois, 5\]"):
         F.roi_pooling(x, np.zeros((2, 4), np.float32), 2, 2, 1.0)
     with pytest.raises(ValueError, match="pooled size must be positive"):
         F.roi_align(x, np.zeros((1, 5), np.float32), 0, 2, 1.0, 2, True, F.AVEPOOL)
-    with pytest.raises(NotImplementedError, match="backward mode"):
-        F.roi_align(x, np.zeros((1, 5), np.float32), 2, 2, 1.0, 2, True, F.AVEPOOL, True, x)
+    with pytest.raises(NotImplementedError, match="max pooling has no backward mode"):
+        F.roi_align(x, np.zeros((1, 5), np.float32), 2, 2, 1.0, 2, True, F.MAXPOOL, True, np.zeros((1, 2, 2, 2)))
+    with pytest.raises(ValueError, match="output_grad=True needs backward_diff"):
+        F.roi_pooling(x, np.zeros((1, 5), np.float32), 2, 2, 1.0, True)
+    with pytest.raises(ValueError, match=r"backward_diff must be \[1, 2, 2, 2\]"):
+        F.roi_pooling(x, np.zeros((1, 5), np.float32), 2, 2, 1.0, True, np.zeros((1, 2, 3, 2), np.float32))
     with pytest.raises(ModelError, match=r"roi batch index 3 outside \[0, 1\)"):
         F.roi_pooling(x, np.array([[3, 0, 0, 1, 1]], np.float32), 2, 2, 1.0).read()
 

@@ -15,7 +15,12 @@ OT = fb.OpType
 
 
 def _rois(op: Any, descs: list[TensorDesc], kind: str) -> int:
-    """Number of ROIs: roi [n, 5] (batch, x1, y1, x2, y2), or roi [n, 4] plus batch indices [n] (ONNX form)."""
+    """Number of ROIs: roi [n, 5] (batch, x1, y1, x2, y2), or roi [n, 4] plus batch indices [n] (ONNX form).
+
+    In backward mode (outputGrad) the last input is the gradient of the pooled output.
+    """
+    if op.main is not None and op.main.outputGrad:
+        descs = descs[:-1]
     x, roi = descs[0], descs[1]
     if len(x.shape) != 4:
         raise ModelError(f"op {op.name!r} ({kind}): input must be 4-D [N, C, H, W], got {list(x.shape)}")
@@ -30,13 +35,19 @@ def _rois(op: Any, descs: list[TensorDesc], kind: str) -> int:
 
 @shape_fn(OT.ROIPooling, OT.ROIAlign)
 def roi(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
-    """[num_rois, C, pooledHeight, pooledWidth], NC4HW4 as MNN."""
+    """[num_rois, C, pooledHeight, pooledWidth], NC4HW4 as MNN; in backward mode the input's gradient (its shape)."""
     kind = "ROIPooling" if op.type == OT.ROIPooling else "ROIAlign"
     p = op.main
     if p is None or p.pooledHeight <= 0 or p.pooledWidth <= 0:
         raise ModelError(f"op {op.name!r} ({kind}): pooled size must be positive")
     n = _rois(op, descs, kind)
-    return [TensorDesc((n, descs[0].shape[1], p.pooledHeight, p.pooledWidth), descs[0].dtype, NC4HW4)]
+    pooled = (n, descs[0].shape[1], p.pooledHeight, p.pooledWidth)
+    if p.outputGrad:
+        if descs[-1].shape != pooled:
+            raise ModelError(f"op {op.name!r} ({kind}): backward diff must be {list(pooled)}, got "
+                             f"{list(descs[-1].shape)}")
+        return [TensorDesc(descs[0].shape, descs[0].dtype, NC4HW4)]
+    return [TensorDesc(pooled, descs[0].dtype, NC4HW4)]
 
 
 @shape_fn(OT.CropAndResize, needs_values=(3,))
