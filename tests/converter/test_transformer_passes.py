@@ -331,9 +331,9 @@ def test_pipeline_order_and_opt_in_passes() -> None:
     names = [name for name, _ in PIPELINE]
     order = ["fuse-gelu", "fuse-gelu-tanh", "fuse-layer-norm", "fuse-rms-norm", "fuse-group-norm", "remove-dead",
              "split-before-transpose", "transpose-cancellation", "fuse-attention", "fuse-attention-extended",
-             "hoist-transpose-above-split", "matmul-to-conv"]
+             "hoist-transpose-above-split", "token-reorder", "matmul-to-conv"]
     assert [names.index(n) for n in order] == sorted(names.index(n) for n in order)
-    assert {"fuse-group-norm", "fuse-attention-extended"} == OPT_IN
+    assert {"fuse-group-norm", "fuse-attention-extended", "token-reorder"} == OPT_IN
     graph = _attention_graph(batch=2)
     counts = run_pipeline(graph)
     assert "fuse-attention-extended" not in counts and counts["fuse-attention"] == 0
