@@ -143,10 +143,14 @@ def test_saved_raster_svd_and_quant_graph_runs_in_official(tmp_path: Path) -> No
     t.name = "t"
     q = F.dequant(F.quant(x, [4.0]), [0.25], 0)
     q.name = "q"
+    w, u, _ = F.svd(F.matmul(x, x, True, False))  # square 3x3: MNN 3.6.1's Svd is right only for square input
+    w.name = "svd"  # names the Svd expression: its outputs are saved as svd:0, svd:1
     path = tmp_path / "g.mnn"
-    F.save([t, q], path)
+    F.save([t, q, w, u], path)
     data = RNG.normal(size=(4, 3)).astype(np.float32) * 5
     outs = official.run(path, {"data": data})
     np.testing.assert_array_equal(outs["t"], data.T)
     x.write(data)
     np.testing.assert_allclose(outs["q"], q.read(), rtol=1e-6)
+    np.testing.assert_allclose(outs["svd:0"], w.read(), rtol=1e-4)
+    np.testing.assert_allclose(np.abs(outs["svd:1"]), np.abs(u.read()), rtol=1e-3, atol=1e-4)
