@@ -16,7 +16,7 @@ import numpy as np
 from mnnpy.core import registry
 from mnnpy.core.backend import Backend, BackendUnavailable, TensorRef
 from mnnpy.core.geometry import raster as ref_raster
-from mnnpy.core.ir import NCHW, TensorDesc
+from mnnpy.core.ir import NCHW, NHWC, TensorDesc
 from mnnpy.core.layout import pack_value, unpack_value
 from mnnpy.core.pipeline import RASTER, InputValueNeeded, encode, op_type_name
 from mnnpy.core.schedule import Scheduler
@@ -58,6 +58,11 @@ def _make_backend(name: str, config: dict[str, Any]) -> Backend:
                       stacklevel=3)
         return registry.get_runtime(backup).create_backend(config)
 
+
+
+def _host_desc(desc: TensorDesc) -> TensorDesc:
+    """A host copy's descriptor: logical values in the tensor's own dim order (NHWC stays NHWC, as in TF models)."""
+    return desc if desc.fmt == NHWC else desc.with_(fmt=NCHW)
 
 class Session:
     """One runnable instance of a net for a ScheduleConfig (MNN: `Session`)."""
@@ -232,7 +237,7 @@ class Session:
         if ref.array is None:
             raise ModelError(f"tensor {ref.name!r} has no memory (session released?)")
         owner = self.owner_of(index)
-        host = TensorRef(-1, ref.desc.with_(fmt=NCHW), ref.name, np.empty(ref.desc.shape, dtype=ref.desc.dtype))
+        host = TensorRef(-1, _host_desc(ref.desc), ref.name, np.empty(ref.desc.shape, dtype=ref.desc.dtype))
         if owner is None:
             np.copyto(host.array, ref.array if ref.desc.fmt != "NC4HW4" else _unpacked(ref))
         else:
@@ -260,7 +265,7 @@ class Session:
         ref = self.tensor_ref(index)
         if ref.array is None:
             raise ModelError(f"tensor {ref.name!r} has no memory (session released?)")
-        host = TensorRef(-1, ref.desc.with_(fmt=NCHW), ref.name,
+        host = TensorRef(-1, _host_desc(ref.desc), ref.name,
                          np.ascontiguousarray(value.reshape(ref.desc.shape), dtype=ref.desc.dtype))
         (self.owner_of(index) or self.backup).on_copy(host, ref)
 

@@ -98,3 +98,38 @@ def test_module_converts_nchw_vars_to_the_declared_nhwc(tmp_path: Path) -> None:
         got = np.array(F.convert(out, F.NHWC).read(), np.float64)
         err = float(np.abs(got - refs["conv"]).max() / np.abs(refs["conv"]).max())
         assert err <= 1e-4, f"{lib.__name__}: max rel diff {err:.3g}"
+
+
+def _gpu_runtime(backend: str) -> None:
+    """Skip, saying why, when the backend's device is absent."""
+    import importlib
+
+    runtime = importlib.import_module("mnnpy.backends.opencl.runtime").OpenCLRuntime if backend == "OPENCL" else \
+        importlib.import_module("mnnpy.backends.vulkan").RUNTIME
+    if not runtime.is_available():
+        pytest.skip(f"{backend} device absent: {runtime.unavailable_reason()}")
+
+
+@pytest.mark.parametrize("backend", ["OPENCL", "VULKAN"])
+def test_gpu_backends_take_nhwc_data(backend: str, tmp_path: Path) -> None:
+    """The GPU backends run a TF model's NHWC inputs and outputs through the Session API like the CPU."""
+    import mnnpy
+
+    _gpu_runtime(backend)
+    g, feeds, refs = _graph()
+    path = tmp_path / "model.mnn"
+    convert(g, path, list(refs))
+    interp = mnnpy.Interpreter(str(path))
+    session = interp.createSession({"backend": backend})
+    for name, x in feeds.items():
+        host = mnnpy.Tensor(x.shape, mnnpy.Halide_Type_Float, x, mnnpy.Tensor_DimensionType_Tensorflow)
+        interp.getSessionInput(session, name).copyFrom(host)
+    interp.runSession(session)
+    for name, ref in refs.items():
+        tensor = interp.getSessionOutput(session, name)
+        host = mnnpy.Tensor(tensor.getShape(), mnnpy.Halide_Type_Float, None, mnnpy.Tensor_DimensionType_Tensorflow)
+        tensor.copyToHostTensor(host)
+        got = host.getNumpyData().astype(np.float64)
+        assert got.shape == ref.shape, f"{backend} {name}: {got.shape}"
+        err = float(np.abs(got - ref).max() / np.abs(ref).max())
+        assert err <= 1e-4, f"{backend} {name}: max rel diff {err:.3g}"
