@@ -14,6 +14,8 @@ from mnnpy.schema import net_to_bytes, save_net
 
 from .graph import ConvertError, Graph
 from .passes import OPT_IN, run_pipeline
+from .progress import Progress, wanted
+from .static import apply_input_config, fold_static_shapes, read_input_config
 from .writer import graph_to_net
 
 FRAMEWORKS = ("ONNX", "TF", "CAFFE")
@@ -36,9 +38,10 @@ class ConvertReport:
                 f"{self.bytes_out} bytes in {self.seconds:.2f} s")
 
 
-def load_graph(framework: str, model_file: str | Path, prototxt: str | Path | None = None) -> tuple[Graph, int]:
+def load_graph(framework: str, model_file: str | Path, prototxt: str | Path | None = None,
+               progress: bool | None = False) -> tuple[Graph, int]:
     """Run the frontend for `framework` (ONNX, TF or CAFFE, as MNNConvert's -f); returns the graph and the source
-    model's node count."""
+    model's node count. `progress`: the tqdm bar over the ONNX nodes (None: on a terminal for large models)."""
     kind = framework.upper()
     if kind not in FRAMEWORKS:
         raise ConvertError(f"framework '{framework}' is not supported (supported: {', '.join(FRAMEWORKS)})")
@@ -51,7 +54,12 @@ def load_graph(framework: str, model_file: str | Path, prototxt: str | Path | No
         from .frontends.onnx import load_onnx
 
         model = onnx.load(str(path))
-        return load_onnx(model), len(model.graph.node)
+        count = len(model.graph.node)
+        bar = Progress(count, wanted(progress, count), f"convert {path.name}")
+        try:
+            return load_onnx(model, bar), count
+        finally:
+            bar.close()
     if kind == "TF":
         from .frontends.tensorflow import load_with_count
 
@@ -84,17 +92,26 @@ def to_fp16(net: fb.NetT) -> int:
 
 def convert(model_file: str | Path, mnn_model: str | Path | None, framework: str = "ONNX", biz_code: str = "MNN",
             fp16: bool = False, json_file: str | Path | None = None, weight_quant_bits: int = 0,
-            prototxt: str | Path | None = None, transformer_fuse: bool = False) -> tuple[fb.NetT, ConvertReport]:
+            prototxt: str | Path | None = None, transformer_fuse: bool = False,
+            input_config: str | Path | None = None, save_static: bool = False,
+            progress: bool | None = False) -> tuple[fb.NetT, ConvertReport]:
     """Convert `model_file` to MNN. Writes `mnn_model` (atomically) only when everything succeeded.
 
     Mirrors MNNConvert (`tools/converter/source/MNNConverter.cpp`): frontend, optimizer passes, writer.
     `transformer_fuse` (MNNConvert's --transformerFuse) also runs the OPT_IN passes: every attention subgraph becomes
     an Attention op (batch > 1 and per-head masks included: such files run in mnnpy only) and GroupNorm is fused.
+    `input_config` (MNNConvert's --inputConfigFile) fixes input shapes; `save_static` (--saveStaticModel) then folds
+    everything those shapes decide into constants (`converter.static`). `progress`: a tqdm bar over the source
+    nodes (None: only on a terminal for large models).
     """
     start = time.perf_counter()
-    graph, ops_in = load_graph(framework, model_file, prototxt)
+    graph, ops_in = load_graph(framework, model_file, prototxt, progress)
+    if input_config is not None:
+        apply_input_config(graph, read_input_config(input_config), str(input_config))
     report = ConvertReport(ops_in=ops_in)
     report.passes = run_pipeline(graph, enable=OPT_IN if transformer_fuse else None)
+    if save_static:
+        report.passes["fold-static-shapes"] = fold_static_shapes(graph)
     source = {"ONNX": fb.NetSource.ONNX, "TF": fb.NetSource.TENSORFLOW, "CAFFE": fb.NetSource.CAFFE}
     net = graph_to_net(graph, biz_code, source.get(framework.upper(), fb.NetSource.ONNX))
     if weight_quant_bits:

@@ -25,7 +25,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--transformerFuse", action="store_true",
                    help="also fuse attention that official MNN's Attention op cannot run (batch > 1, per-head masks: "
                    "the file then runs in mnnpy only) and GroupNorm (no official MNN CPU kernel)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no summary")
+    p.add_argument("--inputConfigFile", default=None, metavar="FILE",
+                   help="fixed input shapes, MNNConvert's format: 'input_names = a,b' and 'input_dims = 1x3x224x224,"
+                   "1x3x64x64' lines")
+    p.add_argument("--saveStaticModel", action="store_true",
+                   help="fold every shape computation the (fixed) input shapes decide into constants")
+    p.add_argument("--noProgress", action="store_true",
+                   help="no progress bar (shown on a terminal for models of 300+ nodes)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no summary, no progress bar")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -39,7 +46,9 @@ def run(args: argparse.Namespace) -> int:
         print("mnnpy convert: error: give --MNNModel and/or --JsonFile", file=sys.stderr)
         return 2
     _, report = convert(args.modelFile, args.MNNModel, args.framework, args.bizCode, args.fp16, args.JsonFile,
-                        args.weightQuantBits, args.prototxt, transformer_fuse=args.transformerFuse)
+                        args.weightQuantBits, args.prototxt, transformer_fuse=args.transformerFuse,
+                        input_config=args.inputConfigFile, save_static=args.saveStaticModel,
+                        progress=False if args.quiet or args.noProgress else None)
     if not args.quiet:
         target = args.MNNModel or args.JsonFile
         print(f"Converted {args.modelFile} -> {target}: {report.summary()}")

@@ -161,12 +161,13 @@ def convert_subgraph(ctx: Context, graph: Any, prefix: str, bindings: dict[str, 
     return [rename(out.name) for out in graph.output]
 
 
-def load_onnx(source: str | Path | Any) -> Graph:
+def load_onnx(source: str | Path | Any, progress: Any = None) -> Graph:
     """Convert an ONNX model (path or ModelProto) into a Graph of MNN ops.
 
     Mirrors MNNConvert's ONNX frontend (`tools/converter/source/onnx`). Ops without a converter function are
     replaced by their ONNX function body when they have one. Raises ConvertError listing every unsupported op type,
-    with node names and the opset, before converting anything.
+    with node names and the opset, before converting anything. `progress` (a `converter.progress.Progress`) advances
+    once per source node.
     """
     onnx = _import_onnx()
     model = onnx.load(str(source)) if isinstance(source, (str, Path)) else source
@@ -207,6 +208,8 @@ def load_onnx(source: str | Path | Any) -> Graph:
             _convert_node(ctx, onnx, proto, i)
         except ConvertError as exc:  # keep going so one error lists every node MNN cannot take
             problems.append(str(exc))
+        if progress is not None:
+            progress.update()
     if len(problems) == 1:
         raise ConvertError(problems[0])
     if problems:
