@@ -3,7 +3,7 @@
 MNN: `VulkanBackend` with `MNN_GPU_RECORD_BATCH` (all ops share one command buffer). Lifecycle per resize:
 `on_resize_begin` (forget the old plan) -> `on_acquire`/`on_release` (DYNAMIC tensors planned into one arena
 buffer, STATIC ones get their own buffers at once) -> `on_resize_end` (arena allocated, arrays bound) ->
-`Execution.on_resize` (pipelines + descriptor sets, appended to the dispatch list in command order).
+`Execution.on_resize` (pipelines and dispatches, appended to the dispatch list in command order) ->
 `on_resize_done` records (see `recording.py`: one secondary command buffer per execution, reused across resizes
 while its pipelines, bound ranges, push constants and group counts stay the same; a primary per range).
 A run: `on_execute_begin` -> each `Execution.on_execute` only moves the cursor -> `on_execute_end` submits the
@@ -18,12 +18,13 @@ Mixed sessions (some ops fell back to the CPU backup): the schedule inserts Copy
 which first submits the dispatches due so far, so a run costs one submit per Vulkan segment. Safety net: if an
 execution is ever handed a non-constant tensor owned by another backend, it binds a device mirror refreshed from
 the host in its `on_execute`, and the backend turns *eager* (each execution submits its own pre-recorded range).
-Constant inputs (weights, folded values) are uploaded once per resize.
+Constant inputs (weights, folded values) are uploaded once per content and kept while used.
 
 Feature maps are NC4HW4 as `[N][ceil(C/4)][H*W][4]` (same as the CPU backend and `TensorDesc.physical_shape`).
-With `precision='low'` (and 16-bit storage on the device) tensors are stored as float16 (the shaders' `_fp16`
-variants convert on load/store and compute in fp32; weights stay fp32): tensor arrays are then float16 views and
-`on_copy` converts.
+With `precision='low'` (and 16-bit storage on the device) tensors are stored as float16: shaders with an `_fp16a`
+variant compute in float16 when the device has shaderFloat16 (products and elementwise math in float16, long sums
+in fp32), the others run their `_fp16` variant (convert on load/store, fp32 math); weights stay fp32 in storage.
+Tensor arrays are then float16 views and `on_copy` converts.
 """
 
 from __future__ import annotations
