@@ -11,6 +11,7 @@ max ROIAlign has no backward, as in MNN).
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 
 import numpy as np
 from mnnpy.backends.cpu.layout import logical, store
@@ -63,13 +64,13 @@ class _ROIBase(CPUExecution):
             out[k] = self.one(x[batch[k]], boxes[k])
         store(self.y, out)
 
+    @abstractmethod
     def one(self, feat: np.ndarray, box: np.ndarray) -> np.ndarray:
-        """The pooled [C, ph, pw] of one roi (defined by each op)."""
-        raise NotImplementedError
+        """The pooled [C, ph, pw] of one roi."""
 
+    @abstractmethod
     def backward(self, feat: np.ndarray, box: np.ndarray, diff: np.ndarray, grad: np.ndarray) -> None:
-        """Add one roi's contribution to the input gradient (defined by each op)."""
-        raise NotImplementedError
+        """Add one roi's contribution to the input gradient."""
 
 
 @cpu_kernel(OT.ROIPooling, formats=CF)
