@@ -23,6 +23,12 @@ def _identity(spec: RasterSpec, size: int) -> bool:
         (r.size[0] == 1 or r.dst.stride[0] == r.size[1] * r.size[2])
 
 
+def _same_bytes(packed_shape: tuple[int, ...]) -> bool:
+    """An NC4HW4 tensor of this logical shape has the bytes of its plain (NCHW) layout: whole 4-channel packs and
+    one pixel (MatMuls converted to 1x1 convolutions: [M, K, 1, 1])."""
+    return len(packed_shape) >= 2 and packed_shape[1] % 4 == 0 and int(np.prod(packed_shape[2:], dtype=np.int64)) == 1
+
+
 @cpu_kernel(fb.OpType.Raster, formats=ANY)
 class Raster(CPUExecution):
     """Copies regions; layout conversions NCHW<->NC4HW4 of a whole tensor take the packed fast path."""
@@ -36,6 +42,8 @@ class Raster(CPUExecution):
             xf, yf = self.x.desc.fmt, y.desc.fmt
             if xf == yf and (xf != NC4HW4 or self.x.desc.shape == y.desc.shape):
                 self.mode = "copy"
+            elif all(_same_bytes(r.desc.shape) for r in (self.x, y) if r.desc.fmt == NC4HW4):
+                self.mode = "copy"  # NC4HW4 [N, C, 1, 1] with C % 4 == 0 is the row-major [N, C] matrix
             elif xf != NC4HW4 and yf == NC4HW4:
                 self.mode = "pack"
             elif xf == NC4HW4 and yf != NC4HW4:  # convert, possibly followed by a reshape: same logical order

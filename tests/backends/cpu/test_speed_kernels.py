@@ -72,3 +72,36 @@ def test_phase_split_pooling(e2e: Any, op: str, attrs: dict, shape: tuple[int, .
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
     x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
     e2e.check(model, {"x": x}, rtol=1e-5, atol=1e-6)
+
+
+def test_matmul_reshapes_are_flat_copies(tmp_path: Path) -> None:
+    """[M, K] <-> NC4HW4 [M, K, 1, 1] around MatMuls converted to 1x1 convolutions: same bytes, so one flat copy."""
+    ort = pytest.importorskip("onnxruntime")
+    import onnx
+    from mnnpy.converter import convert
+    from onnx import numpy_helper as nh
+
+    from mnnpy.interpreter import Interpreter
+
+    rng = np.random.default_rng(5)
+    inits = [nh.from_array(rng.standard_normal((16, 12)).astype(np.float32), "w1"),
+             nh.from_array(rng.standard_normal((12, 20)).astype(np.float32), "w2")]
+    nodes = [h.make_node("MatMul", ["x", "w1"], ["a"]), h.make_node("Relu", ["a"], ["r"]),
+             h.make_node("MatMul", ["r", "w2"], ["b"]), h.make_node("Reshape", ["b", "s"], ["y"])]
+    inits.append(nh.from_array(np.array([1, 8, 4, 5], np.int64), "s"))
+    graph = h.make_graph(nodes, "m", [h.make_tensor_value_info("x", T.FLOAT, [1, 8, 16])],
+                         [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    convert(tmp_path / "m.onnx", tmp_path / "m.mnn")
+    x = rng.standard_normal((1, 8, 16)).astype(np.float32)
+    interp = Interpreter(str(tmp_path / "m.mnn"))
+    session = interp.createSession({"numThread": 1})
+    interp.getSessionInput(session).copyFrom(x)
+    interp.runSession(session)
+    got = interp.getSessionOutput(session).getNumpyData()
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-5, atol=1e-5)
+    rasters = [c for c in session.info()["commands"] if c["type"] == "Raster"]
+    packed = [c for c in rasters if any("NC4HW4" in o for o in c["outputs"])]
+    assert packed and all(c["algorithm"] == "raster-copy" for c in packed), rasters
