@@ -120,6 +120,25 @@ def test_cpu_fallback_in_the_middle(vk_runtime: Any, channels: int) -> None:
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
+def test_cpu_fallback_session_resized_to_the_same_shape_records_nothing(vk_runtime: Any) -> None:
+    from mnnpy.backends.vulkan.runtime import COUNTERS
+
+    interp = MNN.Interpreter(net_to_bytes(mixed_net(13)))
+    session = interp.createSession({"backend": "VULKAN"})
+    x = RNG.standard_normal((1, 3, 6, 5)).astype(np.float32)
+    interp.getSessionInput(session).fromNumpy(x)
+    interp.runSession(session)
+    first = np.array(interp.getSessionOutput(session).getNumpyData())
+    before = dict(COUNTERS)
+    interp.resizeSession(session)
+    interp.getSessionInput(session).fromNumpy(x)
+    interp.runSession(session)
+    for key in ("records", "executions_recorded", "pipelines_created", "descriptor_sets", "uploads", "allocations"):
+        assert COUNTERS[key] == before[key], f"resize to the same shape + run moved {key}"
+    assert COUNTERS["submits"] - before["submits"] == 2, "one submit per Vulkan segment"
+    np.testing.assert_array_equal(np.array(interp.getSessionOutput(session).getNumpyData()), first)
+
+
 def test_many_sessions_do_not_leak_device_memory(vk_runtime: Any) -> None:
     import gc
 
