@@ -21,7 +21,8 @@ def _atol(img: np.ndarray) -> float:
 @pytest.mark.parametrize("inter", INTERS)
 def test_resize(cv2, close, img: np.ndarray, inter: str) -> None:
     code = getattr(cv2, inter)
-    atol = 0 if inter == "INTER_NEAREST" else _atol(img)
+    # uint8 INTER_LINEAR: OpenCV's fixed-point arithmetic reproduced bit for bit
+    atol = 0 if inter == "INTER_NEAREST" or (inter == "INTER_LINEAR" and img.dtype == np.uint8) else _atol(img)
     for dsize in [(13, 9), (47, 40), (img.shape[1] // 2, img.shape[0] // 3), (img.shape[1] * 2, img.shape[0] * 2)]:
         close(MNN.cv.resize(img, dsize, interpolation=code), cv2.resize(img, dsize, interpolation=code), atol)
     close(MNN.cv.resize(img, None, 0.5, 0.5, code), cv2.resize(img, None, fx=0.5, fy=0.5, interpolation=code), atol)
@@ -30,6 +31,16 @@ def test_resize(cv2, close, img: np.ndarray, inter: str) -> None:
 def test_resize_photo(cv2, close, photo: np.ndarray) -> None:
     for code in (cv2.INTER_LINEAR, cv2.INTER_AREA, cv2.INTER_CUBIC):
         close(MNN.cv.resize(photo, (61, 47), interpolation=code), cv2.resize(photo, (61, 47), interpolation=code), 2)
+
+
+def test_resize_linear_uint8_bit_exact(cv2, close, photo: np.ndarray) -> None:
+    h, w = photo.shape[:2]
+    for dsize in [(61, 47), (w + 7, h + 3), (w * 3 + 1, h * 2), (w // 3, h // 5), (1, 1), (w, 1)]:
+        close(MNN.cv.resize(photo, dsize), cv2.resize(photo, dsize), 0)
+    odd = np.ascontiguousarray(photo[:-1, :-2])  # 2x fast path with border blocks cut by the odd size
+    for img in (photo, odd, np.ascontiguousarray(odd[:, :, 1])):
+        close(MNN.cv.resize(img, None, 0.5, 0.5), cv2.resize(img, None, fx=0.5, fy=0.5), 0)
+        close(MNN.cv.resize(img, None, 1.5, 0.7), cv2.resize(img, None, fx=1.5, fy=0.7), 0)
 
 
 def test_resize_mean_norm(cv2, close) -> None:
