@@ -6,7 +6,8 @@ MNN runs in NCHW space (conv, pooling, resize, batch norm) read the NCHW copy an
 layout-agnostic ops (activations, per-channel arithmetic, concat on the channel axis, spatial padding and
 reductions) stay in whichever layout their inputs already have; everything else reads the NHWC value. A Permute is
 emitted only where a tensor is needed in a layout it does not have yet, so a chain of NCHW ops never goes back to
-NHWC (MNNConvert's TF path gets the same effect from its layout-convert insertion).
+NHWC (MNNConvert's TF path gets the same effect from its layout-convert insertion). Graph inputs and outputs are
+NHWC-format tensors, as MNNConvert declares them; `edges.py` converts them once at each end.
 """
 
 from __future__ import annotations
