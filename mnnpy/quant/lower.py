@@ -18,6 +18,8 @@ from mnnpy.schema import mnn_generated as fb
 
 from .model import CONVS, _ints
 
+INPUT_OFFSET = 128  # MNN's x86 int8 GEMM reads inputs as uint8 x + 128 (backends/cpu/int8/requant.py)
+
 OT = fb.OpType
 
 
@@ -75,15 +77,25 @@ def _int8_op(op: Any, info: dict[int, Any]) -> Any:
     i, o = _ints(op.inputIndexes)[0], _ints(op.outputIndexes)[0]
     s_in, s_out = float(info[i].scale), float(info[o].scale)
     zp_in, zp_out = int(info[i].zero), int(info[o].zero)
-    bias = np.asarray(main.bias if main.bias is not None else np.zeros(oc), np.float64)
+    f32 = np.float32
+    bias = np.asarray(main.bias if main.bias is not None else np.zeros(oc), f32)
+    alpha = np.maximum(s_w.astype(f32), f32(1e-6)) if op.type == OT.ConvolutionDepthwise else s_w.astype(f32)
+    s_in32, s_out32 = f32(s_in), f32(s_out)
     sym = fb.QuantizedFloatParamT()
     sym.weight = codes.ravel()
     depthwise = op.type == OT.ConvolutionDepthwise
-    acc_bias = bias / (s_in * s_w)
-    # MNN's CPU int8 kernels: depthwise truncates the bias to accumulator units, the others add the float bias
-    # after scaling (kept here in output codes on Convolution2D.bias); both reproduced so runtimes agree per op
-    sym.bias = (np.trunc(acc_bias) if depthwise else np.rint(acc_bias)).astype(np.int32)
-    sym.scale = (s_in * s_w / s_out).astype(np.float32)
+    # MNN's x86 int8 kernels, in their float32 steps (backends/cpu/int8/requant.py): depthwise truncates the bias to
+    # accumulator units and scales by alpha * (s_in / s_out); the dense kernels scale by alpha, then by s_in / s_out,
+    # and add a float bias in output codes that also cancels the +128 input offset of their uint8 GEMM
+    if depthwise:
+        sym.bias = np.trunc(bias / (s_in32 * alpha)).astype(np.int32)
+        sym.scale = alpha * (s_in32 / s_out32)
+    else:
+        sym.bias = np.zeros(oc, np.int32)
+        sym.scale = alpha
+        sym.tensorScale = np.asarray([s_in32 / s_out32], f32)
+        kernel_sum = codes.reshape(oc, -1).astype(np.int64).sum(axis=1).astype(f32) * alpha
+        out_bias = (bias - kernel_sum * f32(INPUT_OFFSET) * s_in32) / s_out32
     sym.zeroPoint, sym.outputZeroPoint = zp_in, zp_out
     lo, hi = int(info[o].min), int(info[o].max)
     if c.relu or c.relu6:
@@ -100,7 +112,7 @@ def _int8_op(op: Any, info: dict[int, Any]) -> Any:
     new.main.common.relu = new.main.common.relu6 = False
     new.main.symmetricQuan = sym
     if not depthwise:
-        new.main.bias = (bias / s_out).astype(np.float32)
+        new.main.bias = out_bias.astype(np.float32)
     return new
 
 

@@ -5,7 +5,8 @@ the table holds, per output pixel, the index of the input row it reads (the zero
 accumulates ``rows[table[tap]] @ W[tap]`` over taps. Products and sums of 8-bit values are exact in the float
 carriers: each tap's GEMM runs in float32 while ``ic * max|x - zp| * max|w| < 2**24`` (float64 otherwise) and the
 taps are summed in float32 or float64 under the same rule (float64 is exact below 2**53), so the accumulator equals
-int32 accumulation bit for bit; requantisation to int8 happens before the result leaves.
+int32 accumulation bit for bit; requantisation to int8 (MNN's float32 post-treatment, see ``requant``) happens
+before the result leaves.
 3x3 depthwise convolutions take a specialised path over strided views of the padded input.
 """
 
@@ -16,16 +17,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .requant import fixed_point_offset, quantize_multiplier, requantize
+from .requant import INPUT_OFFSET, post_treat
 
 
 @dataclass
 class Int8ConvParams:
-    """Quantised convolution: int8 weights [oc, ic/group, kh, kw], int32 bias, per-channel output multiplier."""
+    """Quantised convolution: int8 weights [oc, ic/group, kh, kw], int32 bias, per-channel float32 multiplier.
+
+    Without ``out_bias`` the output is ``round(float32(acc + bias) * multiplier)`` (MNN's int8 depthwise and
+    ConvInt8 form). With ``out_bias`` (float32, output codes) it is MNN's x86 dense int8 convolution:
+    ``round(float32(acc + 128 * sum(w)) * multiplier * post_scale + out_bias)`` where ``multiplier`` is the weight
+    scale, ``post_scale`` = ``s_in / s_out`` and ``out_bias`` already holds the ``-128 * sum(w)`` correction.
+    """
 
     weight: np.ndarray
     bias: np.ndarray
-    multiplier: np.ndarray  # s_in * s_w[oc] / s_out
+    multiplier: np.ndarray
     stride: tuple[int, int] = (1, 1)
     dilation: tuple[int, int] = (1, 1)
     pads: tuple[int, int, int, int] = (0, 0, 0, 0)  # top, left, bottom, right
@@ -36,19 +43,27 @@ class Int8ConvParams:
     lo: int = -128
     hi: int = 127
     depthwise: bool = False
-    out_bias: np.ndarray | None = None  # float bias in output codes (b / s_out), added at requantisation precision
-    m: np.ndarray = field(init=False, repr=False)
-    shift: np.ndarray = field(init=False, repr=False)
-    offset: np.ndarray | None = field(init=False, repr=False, default=None)
+    out_bias: np.ndarray | None = None
+    post_scale: float | None = None
+    wsum: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.weight = np.asarray(self.weight, np.int8)
+        oc = self.weight.shape[0]
         self.bias = np.asarray(self.bias, np.int64).ravel()
-        self.m, self.shift = quantize_multiplier(np.broadcast_to(self.multiplier, (self.weight.shape[0],)))
+        self.multiplier = np.ascontiguousarray(np.broadcast_to(np.asarray(self.multiplier, np.float32).ravel(), (oc,)))
+        if not np.all(np.isfinite(self.multiplier)):
+            raise ValueError("requantisation scales must be finite")
         if self.out_bias is not None:
-            self.offset = fixed_point_offset(np.asarray(self.out_bias, np.float64).ravel(), self.shift)
-            if self.offset is None:  # no headroom: fall back to the bias in accumulator units
-                self.bias = np.rint(np.asarray(self.out_bias, np.float64) / self.multiplier).astype(np.int64)
+            self.out_bias = np.asarray(self.out_bias, np.float32).ravel()
+        self.wsum = (self.weight.reshape(oc, -1).astype(np.int64) - self.weight_zero).sum(axis=1)
+
+    def requantize(self, acc: np.ndarray) -> np.ndarray:
+        """int8 codes [m, oc] of exact accumulators [m, oc] (``accumulate``)."""
+        if self.out_bias is None:
+            return post_treat(acc + self.bias, self.multiplier, self.out_zero, self.lo, self.hi)
+        return post_treat(acc + (self.bias + INPUT_OFFSET * self.wsum), self.multiplier, self.out_zero, self.lo,
+                          self.hi, self.post_scale, self.out_bias)
 
 
 def out_size(size: int, k: int, s: int, d: int, pad_b: int, pad_e: int) -> int:
@@ -118,8 +133,7 @@ class Int8Conv:
         return rows
 
     def accumulate(self, x: np.ndarray) -> np.ndarray:
-        """Exact int64 accumulators [n*oh*ow, oc] of an int8 NCHW input (the int bias included unless the bias is
-        kept at output precision, see ``out_bias``)."""
+        """Exact int64 accumulators [n*oh*ow, oc] of an int8 NCHW input (bias not included)."""
         p = self.p
         if self.dw3x3:
             acc = self._dw3x3(x)
@@ -140,10 +154,7 @@ class Int8Conv:
                     dst = acc[:, g * og:(g + 1) * og]
                     for t in range(self.taps):
                         dst += src[self.table[t]] @ self.w_taps[g, t]
-        out = acc.astype(np.int64)  # the float carriers hold exact integers
-        if p.offset is None:
-            out += p.bias
-        return out
+        return acc.astype(np.int64)  # the float carriers hold exact integers
 
     def _dw3x3(self, x: np.ndarray) -> np.ndarray:
         """3x3 depthwise: nine strided views of the zero-padded, widened NHWC input (no table, no gather)."""
@@ -165,13 +176,14 @@ class Int8Conv:
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """int8 NCHW ``x`` -> int8 NCHW ``out`` (requantised inside)."""
         p = self.p
-        q = requantize(self.accumulate(x), p.m, p.shift, p.out_zero, p.lo, p.hi, p.offset)
+        q = p.requantize(self.accumulate(x))
         n, oc, oh, ow = self.out_shape
         out[...] = q.reshape(n, oh, ow, oc).transpose(0, 3, 1, 2)
 
 
 def reference_conv(x: np.ndarray, p: Int8ConvParams) -> np.ndarray:
-    """Slow float64 reference of the same quantised math (tests): direct loops over the window, then requantise."""
+    """Slow float64 reference of the same quantised math (tests): direct loops over the window (exact sums), then
+    the same requantisation."""
     n, c, h, w = x.shape
     oc, _, kh, kw = p.weight.shape
     top, left, bottom, right = p.pads
@@ -191,12 +203,8 @@ def reference_conv(x: np.ndarray, p: Int8ConvParams) -> np.ndarray:
             for g in range(groups):
                 cin = patch[:, g * (c // groups):(g + 1) * (c // groups)]
                 acc[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", cin, wf[g * og:(g + 1) * og, :, ky, kx])
-    mult = np.asarray(np.broadcast_to(p.multiplier, (oc,)), np.float64).reshape(1, -1, 1, 1)
-    if p.offset is not None:
-        real = acc * mult + np.asarray(p.out_bias, np.float64).reshape(1, -1, 1, 1)
-    else:
-        real = (acc + p.bias.reshape(1, -1, 1, 1)) * mult
-    return np.clip(np.floor(real + 0.5) + p.out_zero, p.lo, p.hi).astype(np.int8)
+    rows = acc.transpose(0, 2, 3, 1).reshape(-1, oc).astype(np.int64)
+    return p.requantize(rows).reshape(n, oh, ow, oc).transpose(0, 3, 1, 2)
 
 
 def conv_macs(p: Int8ConvParams, out_shape: tuple[int, ...]) -> int:

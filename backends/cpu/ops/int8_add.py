@@ -2,7 +2,8 @@
 
 In mnnpy's lowered nets (``mnnpy.quant.lower``) the op carries a ``QuantizedFloatParam``: ``tensorScale`` =
 ``[s_a, s_b, s_out]``, ``floatzeros`` = ``[za, zb]``, ``outputZeroPoint``, and the output clamp (a fused ReLU raises
-``clampMin`` to the output zero point). Both operands are widened once and combined in fixed point.
+``clampMin`` to the output zero point). Both operands are widened once and combined in float32 as MNN's
+``MNNBinaryAddInt8`` does (``backends/cpu/int8/requant.py``).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from mnnpy.backends.cpu.int8.requant import add_int8, add_multipliers
+from mnnpy.backends.cpu.int8.requant import add_int8
 from mnnpy.backends.cpu.ops._common import CPUExecution
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.errors import ModelError
@@ -31,7 +32,7 @@ def add_int8_shape(op: Any, descs: list[TensorDesc], values: list) -> list[Tenso
 
 @cpu_kernel(OT.EltwiseInt8, formats=(NCHW,))
 class AddInt8(CPUExecution):
-    """int8 + int8 -> int8 with per-operand fixed-point multipliers."""
+    """int8 + int8 -> int8 (float32 requantisation inside the kernel)."""
 
     def on_resize(self) -> None:
         q = self.op.main
@@ -41,13 +42,15 @@ class AddInt8(CPUExecution):
             raise ModelError(f"op {self.op.name!r}: EltwiseInt8 needs tensorScale [s_a, s_b, s_out] and 2 zeros")
         if any(r.desc.dtype != np.int8 for r in self.inputs):
             raise ModelError(f"op {self.op.name!r}: EltwiseInt8 needs int8 inputs")
-        self.ma, self.mb = add_multipliers(scales[0], scales[1], scales[2])
+        if not np.all(np.isfinite(scales)) or np.any(scales <= 0):
+            raise ModelError(f"op {self.op.name!r}: EltwiseInt8 scales must be positive, got {scales.tolist()}")
+        self.scales = (float(scales[0]), float(scales[1]), float(scales[2]))
         self.za, self.zb = int(zeros[0]), int(zeros[1])
         self.zo, self.lo, self.hi = int(q.outputZeroPoint), int(q.clampMin), int(q.clampMax)
 
     def on_execute(self) -> None:
-        add_int8(self.inputs[0].array, self.za, self.inputs[1].array, self.zb, self.ma, self.mb, self.zo, self.lo,
-                 self.hi, self.y.array)
+        add_int8(self.inputs[0].array, self.za, self.inputs[1].array, self.zb, self.scales, self.zo, self.lo, self.hi,
+                 self.y.array)
 
     def info(self) -> dict[str, Any]:
         return {"algorithm": "int8-add"}

@@ -2,9 +2,10 @@
 
 ``symmetricQuan`` (QuantizedFloatParam) holds int8 ``weight`` [oc, ic/group, kh, kw], int32 ``bias`` (in units of
 ``s_in * s_w``), per-channel ``scale`` = ``s_in * s_w / s_out``, ``zeroPoint`` (input), ``outputZeroPoint`` and the
-output clamp (a fused ReLU is a clamp at the output zero point). When the op also has a float ``Convolution2D.bias``
-(mnnpy's lowering writes ``b / s_out``, in output codes), that bias is added at requantisation precision instead of
-the rounded int32 one, as MNN's CPU int8 convolution adds its float bias after scaling.
+output clamp (a fused ReLU is a clamp at the output zero point); the output is ``round(float32(acc + bias) * scale)``.
+mnnpy's lowering of MNN's quantised convolutions (``mnnpy.quant.lower``) writes MNN's x86 dense form instead:
+``scale`` = weight scales, ``tensorScale`` = ``[s_in / s_out]`` and a float ``Convolution2D.bias`` in output codes
+(``(b - 128 * s_in * sum(w)) / s_out``), see ``Int8ConvParams``.
 """
 
 from __future__ import annotations
@@ -57,13 +58,17 @@ def conv_params(op: Any, in_channels: int) -> Int8ConvParams:
         raise ModelError(f"op {op.name!r}: int8 bias/scale sizes {bias.size}/{scale.size} do not match {oc} channels")
     if c.padMode != 0:
         raise ModelError(f"op {op.name!r}: int8 convolution supports explicit padding only")
-    out_bias = None
+    out_bias, post_scale = None, None
     if main.bias is not None and len(main.bias) == oc:  # mnnpy's lowering: float bias in output codes
-        out_bias = np.asarray(main.bias, np.float64)
+        out_bias = np.asarray(main.bias, np.float32)
+        tensor_scale = np.asarray(q.tensorScale if q.tensorScale is not None else [1.0], np.float32).ravel()
+        if tensor_scale.size != 1:
+            raise ModelError(f"op {op.name!r}: int8 convolution tensorScale must hold one value (s_in / s_out)")
+        post_scale = float(tensor_scale[0])
     return Int8ConvParams(weight.reshape(oc, icg, c.kernelY, c.kernelX), bias, scale,
                           (c.strideY, c.strideX), (c.dilateY, c.dilateX), _pads(c),
                           1 if depthwise else int(c.group), int(q.zeroPoint), 0, int(q.outputZeroPoint),
-                          int(q.clampMin), int(q.clampMax), depthwise, out_bias)
+                          int(q.clampMin), int(q.clampMax), depthwise, out_bias, post_scale)
 
 
 @cpu_kernel(OT.ConvInt8, OT.DepthwiseConvInt8, formats=(NCHW,))

@@ -1,6 +1,7 @@
 """FloatToInt8 / Int8ToFloat at the edges of int8 islands (params: QuantizedFloatParam), with shape functions.
 
-FloatToInt8: ``q = clamp(round(x * tensorScale) + zeroPoint, clampMin, clampMax)`` (``tensorScale`` = 1 / scale).
+FloatToInt8: ``q = clamp(round(x * tensorScale) + zeroPoint, clampMin, clampMax)``, rounding half away from zero
+(``tensorScale`` = 1 / scale).
 Int8ToFloat: ``x = (q - zeroPoint) * tensorScale`` (``tensorScale`` = scale). One scale per tensor or per channel.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from mnnpy.backends.cpu.int8.requant import round_half_away_f32
 from mnnpy.backends.cpu.ops._common import CPUExecution
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.errors import ModelError
@@ -43,7 +45,7 @@ def _scale(op: Any, shape: tuple[int, ...]) -> np.ndarray:
 
 @cpu_kernel(OT.FloatToInt8, formats=(NCHW,))
 class FloatToInt8(CPUExecution):
-    """Quantise a float tensor (round half to even, as MNN's SIMD rounding)."""
+    """Quantise a float tensor: float32 product, then MNN's SIMD rounding (half away from zero, see requant)."""
 
     def on_resize(self) -> None:
         q = self.op.main
@@ -54,7 +56,7 @@ class FloatToInt8(CPUExecution):
 
     def on_execute(self) -> None:
         np.multiply(self.x.array, self.scale, out=self.tmp)
-        np.rint(self.tmp, out=self.tmp)
+        self.tmp[...] = round_half_away_f32(self.tmp)
         self.tmp += self.zero
         np.clip(self.tmp, self.lo, self.hi, out=self.tmp)
         self.y.array[...] = self.tmp

@@ -1,5 +1,7 @@
 """QuantizedMaxPool (op 58) and global QuantizedAvgPool (op 52) as mnnpy's int8 pooling: the window maximum of the
-int8 codes, or the truncated mean of each plane (MNN's int8 average pooling truncates). Input and output share scale
+int8 codes, or the mean of each plane as MNN's x86 int8 average pooling computes it (``MNNAvgPoolUint8``: the sum of
+``x + 128`` times ``2**24 // count`` in uint32, shifted right by 24, minus 128; a mean that is a whole number comes
+out one lower). Input and output share scale
 and zero point, so nothing is requantised. In mnnpy's lowered nets they carry the float op's Pool / Pool3D table.
 """
 
@@ -94,16 +96,18 @@ def avg_pool_int8_shape(op: Any, descs: list[TensorDesc], values: list) -> list[
 
 @cpu_kernel(OT.QuantizedAvgPool, formats=(NCHW,))
 class GlobalAvgPoolInt8(CPUExecution):
-    """``floor(sum / count)`` of the int8 codes per channel (MNN's int8 average pooling truncates)."""
+    """MNN's fixed-point mean of the int8 codes per channel (see the module docstring)."""
 
     def on_resize(self) -> None:
         shape = self.x.desc.shape
         self.axes = tuple(range(2, len(shape)))
         self.count = int(np.prod(shape[2:])) if len(shape) > 2 else 1
+        self.factor = np.uint64((1 << 24) // self.count)
 
     def on_execute(self) -> None:
-        total = np.sum(self.x.array, axis=self.axes, dtype=np.int64, keepdims=True)
-        self.y.array[...] = np.floor_divide(total, self.count)
+        total = np.sum(self.x.array, axis=self.axes, dtype=np.int64, keepdims=True) + 128 * self.count
+        scaled = (total.astype(np.uint64) * self.factor) & np.uint64(0xFFFFFFFF)  # uint32 product, as MNN
+        self.y.array[...] = ((scaled >> np.uint64(24)) & np.uint64(0xFF)).astype(np.int64) - 128
 
     def info(self) -> dict[str, Any]:
         return {"algorithm": "int8-global-avgpool"}

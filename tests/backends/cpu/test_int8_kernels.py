@@ -1,18 +1,11 @@
-"""int8 kernels (QNNPACK scheme) against a float64 reference of the same quantised math."""
+"""int8 kernels (QNNPACK scheme, MNN's float32 requantisation) against a float64 reference of the same math."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from mnnpy.backends.cpu.int8.conv import Int8Conv, Int8ConvParams, reference_conv
-from mnnpy.backends.cpu.int8.requant import (
-    add_int8,
-    add_multipliers,
-    dequantize,
-    quantize,
-    quantize_multiplier,
-    requantize,
-)
+from mnnpy.backends.cpu.int8.requant import add_int8, dequantize, post_treat, quantize, roundf
 
 CASES = [  # c, oc, k, stride, pads, group, depthwise, in_zero, out_zero
     (8, 16, 3, 1, (1, 1, 1, 1), 1, False, 3, -5),
@@ -34,9 +27,9 @@ def test_conv_matches_reference(case: tuple, float_bias: bool) -> None:
     x = rng.integers(-128, 128, size=(2, c, 9, 11)).astype(np.int8)
     w = rng.integers(-127, 128, size=(oc, 1 if dw else c // g, k, k)).astype(np.int8)
     out_bias = rng.normal(0, 20, oc) if float_bias else None
+    post_scale = 0.75 if float_bias else None
     p = Int8ConvParams(w, rng.integers(-5000, 5000, oc), rng.uniform(1e-4, 2e-3, oc), (s, s), (1, 1), pads, g,
-                       izp, 0, ozp, -128 if ozp else -127, 127, dw, out_bias)
-    assert (p.offset is not None) == float_bias
+                       izp, 0, ozp, -128 if ozp else -127, 127, dw, out_bias, post_scale)
     kernel = Int8Conv(p, x.shape)
     out = np.zeros(kernel.out_shape, np.int8)
     kernel.run(x, out)
@@ -58,17 +51,18 @@ def test_large_reduction_uses_exact_carrier() -> None:
     np.testing.assert_array_equal(out, reference_conv(x, p))
 
 
-def test_requantize_fixed_point() -> None:
-    scales = np.array([1e-6, 3.7e-4, 0.25, 0.9999, 1.5])
-    m, shift = quantize_multiplier(scales)
-    assert np.all((m >= 1 << 30) & (m < 1 << 31))
-    np.testing.assert_allclose(m / 2.0 ** shift, scales, rtol=1e-9)
-    acc = np.array([[-1_000_000, -3, 0, 5, 1_000_000]] * 5).T.astype(np.int64)
-    q = requantize(acc, m, shift, 3, -128, 127)
-    ref = np.clip(np.floor(acc * scales + 0.5) + 3, -128, 127)
-    np.testing.assert_array_equal(q, ref)
-    with pytest.raises(ValueError):
-        quantize_multiplier(np.array([0.0]))
+def test_post_treat_rounds_like_mnn() -> None:
+    """float32 steps, then +-0.5 added in float32 and truncated (MNN's SIMD rounding), clamp, zero point."""
+    acc = np.array([[-5], [-3], [-1], [1], [3], [5], [1000]], np.int64)
+    q = post_treat(acc, np.array([0.5], np.float32), 0, -127, 127)
+    np.testing.assert_array_equal(q.ravel(), [-3, -2, -1, 1, 2, 3, 127])  # ties away from zero, then the clamp
+    # 0.49999997 + 0.5 rounds to 1.0 in float32: MNN's kernels give 1 where exact rounding gives 0
+    below_half = np.nextafter(np.float32(0.5), np.float32(0))
+    assert post_treat(np.array([[1]]), np.array([below_half]), 0, -127, 127)[0, 0] == 1
+    assert roundf(np.array([below_half]))[0] == 0
+    q = post_treat(np.array([[10, 10]]), np.array([1.0, 1.0], np.float32), 3, 0, 127, 0.5,
+                   np.array([0.25, -20.0], np.float32))
+    np.testing.assert_array_equal(q, [[8, 0]])  # 10 * 0.5 + 0.25 -> 5, + zero point 3; -15 + 3 clamped at 0
 
 
 def test_quantize_roundtrip() -> None:
@@ -82,10 +76,15 @@ def test_add_int8_matches_float_reference() -> None:
     qa = rng.integers(-128, 128, size=(2, 8, 5, 5)).astype(np.int8)
     qb = rng.integers(-128, 128, size=(1, 8, 1, 5)).astype(np.int8)  # broadcast operand
     sa, sb, so, za, zb, zo = 0.03, 0.011, 0.04, 3, -2, 1
-    ma, mb = add_multipliers(sa, sb, so)
     out = np.zeros(qa.shape, np.int8)
-    add_int8(qa, za, qb, zb, ma, mb, zo, zo, 127, out)  # fused ReLU: clamp at the output zero point
+    add_int8(qa, za, qb, zb, (sa, sb, so), zo, zo, 127, out)  # fused ReLU: clamp at the output zero point
     real = sa * (qa.astype(np.float64) - za) + sb * (qb.astype(np.float64) - zb)
-    ref = np.clip(np.floor(real / so + 0.5) + zo, zo, 127)
-    assert np.abs(out.astype(np.int64) - ref).max() <= 1  # fixed-point multipliers: off by one only at ties
-    assert np.mean(out == ref) > 0.99
+    ref = np.clip(np.sign(real) * np.floor(np.abs(real / so) + 0.5) + zo, zo, 127)  # ties away from zero
+    assert np.abs(out.astype(np.int64) - ref).max() <= 1  # float32 steps decide exact ties either way
+    clear = np.abs(np.abs(np.broadcast_to(real, out.shape) / so) % 1 - 0.5) > 1e-4
+    np.testing.assert_array_equal(out[clear], ref[clear])  # and nothing else
+    swapped = np.zeros(qa.shape, np.int8)
+    add_int8(qb, zb, qa, za, (sb, sa, so), zo, zo, 127, swapped)  # the broadcast operand may come first
+    np.testing.assert_array_equal(swapped, out)
+    with pytest.raises(ValueError, match="positive"):
+        add_int8(qa, 0, qb, 0, (sa, 0.0, so), 0, -127, 127, out)

@@ -118,7 +118,9 @@ def test_int8_max_pool(pool: tuple) -> None:
     np.testing.assert_array_equal(got, want)
 
 
-def test_int8_global_average_pool_truncates() -> None:
+def test_int8_global_average_pool_as_mnn() -> None:
+    """MNN's x86 fixed-point mean: ``((sum(x + 128) * (2**24 // n)) >> 24) - 128``, so whole-number means come out one
+    lower (checked end to end against official MNN in tests/quant)."""
     p = fb.Pool3DT()
     p.type, p.isGlobal = fb.PoolType.AVEPOOL, True
     inp = fb.InputT()
@@ -135,7 +137,10 @@ def test_int8_global_average_pool_truncates() -> None:
     interp = mnnpy.Interpreter(net_to_bytes(net))
     session = interp.createSession({})
     x = np.random.default_rng(6).integers(-100, 100, size=(2, 5, 3, 4)).astype(np.float32)
+    x[0, 0], x[0, 1] = 0.0, 7.0  # whole-number means
     interp.getSessionInput(session).copyFrom(mnnpy.Tensor([2, 5, 3, 4], data=x, dimType=1))
     interp.runSession(session)
-    want = np.floor(x.sum(axis=(2, 3), keepdims=True) / 12)
+    sums = x.astype(np.int64).sum(axis=(2, 3), keepdims=True) + 128 * 12
+    want = ((sums * ((1 << 24) // 12)) >> 24) - 128
+    assert want[0, 0, 0, 0] == -1 and want[0, 1, 0, 0] == 6
     np.testing.assert_array_equal(interp.getSessionOutput(session).getNumpyData(), want)
