@@ -162,6 +162,8 @@ class DescriptorAllocator:
 
     def free(self, index: int, dset: Any) -> None:
         """Give a set back to its pool (no command buffer using it may still be pending)."""
+        if index >= len(self._pools):  # pools already destroyed (finalizers of a collected cycle run in any order)
+            return
         vk.vkFreeDescriptorSets(self.device, self._pools[index], 1, [dset])
         self._live[index] -= 1
 
