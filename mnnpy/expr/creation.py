@@ -7,9 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from mnnpy.expr.enums import FORMAT_NAME, data_format, dtype, normalise_array, to_np_dtype
+from mnnpy.expr.enums import FORMAT_NAME, MNN_OF_NP, data_format, dtype, normalise_array, to_np_dtype
 from mnnpy.expr.graph import INPUT, Node
-from mnnpy.expr.var import Var, const_of
+from mnnpy.expr.var import Var, apply, const_of
+from mnnpy.schema import mnn_generated as fb
 
 
 def const(value_list: Any, shape: Sequence[int] | None = None, data_format: data_format = data_format.NCHW,
@@ -37,7 +38,20 @@ def scalar(value: Any, dtype: Any = None) -> Var:
 
 def randomuniform(shape: Sequence[int], dtype: Any = dtype.float, low: float = 0.0, high: float = 1.0,
                   seed0: int = 0, seed1: int = 1) -> Var:
-    """Uniform random constant in [low, high) (MNN: `expr.randomuniform`; data made on the host, no core op)."""
-    rng = np.random.default_rng(None if seed0 == 0 and seed1 == 1 else (int(seed0), int(seed1)))
-    arr = rng.uniform(low, high, size=[int(d) for d in shape])
-    return const_of(arr.astype(to_np_dtype(dtype)))
+    """Uniform random values in [low, high), a RandomUniform op run by the core (MNN: `expr.randomuniform`).
+
+    As MNN 3.6.1 does, the values depend on the seeds only through whether both are 0 (see the CPU kernel), so
+    equal calls give equal values.
+    """
+    dt = to_np_dtype(dtype)
+    if dt == np.int64:
+        dt = np.dtype(np.int32)
+    dims = [int(d) for d in (shape.read() if isinstance(shape, Var) else np.asarray(shape).ravel())]
+    if any(d < 0 for d in dims):
+        raise ValueError(f"mnnpy.expr.randomuniform: negative shape {dims}")
+    p = fb.RandomUniformT()
+    p.seed, p.seed2 = int(seed0), int(seed1)
+    p.type = MNN_OF_NP.get(dt, 1)
+    p.low, p.high = float(low), float(high)
+    return apply(fb.OpType.RandomUniform, [const_of(np.array(dims, np.int32))], fb.OpParameter.RandomUniform, p,
+                 dtypes=[dt])
