@@ -1,8 +1,9 @@
-"""An `onnx.backend.base.Backend` over our converter + the OFFICIAL MNN runtime, and a crash-safe node-suite runner.
+"""`onnx.backend.base.Backend`s over our converter + a runtime, and a crash-safe node-suite runner.
 
-`prepare(model)` converts with mnnpy's converter; `run(inputs)` executes the .mnn in official MNN (until mnnpy's own
-session exists). The runner executes node-suite cases in a worker subprocess so a native crash in MNN costs one case,
-not the test session. `python -m tests.converter.onnx_backend [--write-expected]` prints or rewrites the list.
+`prepare(model)` converts with mnnpy's converter; `run(inputs)` executes the .mnn in official MNN (`MnnBackend`) or in
+mnnpy's own CPU session (`MnnpyBackend`). The runner executes node-suite cases in a worker subprocess so a native
+crash in MNN costs one case, not the test session. Each runtime has its own expected-failure list.
+`python -m tests.converter.onnx_backend [--runtime mnnpy] [--write-expected]` prints or rewrites a list.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-EXPECTED_FAILURES = Path(__file__).with_name("onnx_backend_expected_failures.txt")
+EXPECTED_FAILURES = {"official": Path(__file__).with_name("onnx_backend_expected_failures.txt"),
+                     "mnnpy": Path(__file__).with_name("onnx_backend_expected_failures_mnnpy.txt")}
 RTOL, ATOL = 1e-3, 1e-5
 MARK = "@@case "
 
@@ -70,8 +73,29 @@ class MnnRep(BackendRep):
         return tuple(np.array(out.read()) for out in outputs)
 
 
+class MnnpyRep(MnnRep):
+    """A converted model run in mnnpy's own CPU session (values that decide shapes are fed before resizing)."""
+
+    def run(self, inputs: Any, **kwargs: Any) -> tuple[np.ndarray, ...]:
+        """Run with inputs in graph-input order (list) or by name (dict)."""
+        from mnnpy.core.session import Session
+        from mnnpy.interpreter import Interpreter
+
+        feeds = dict(inputs) if isinstance(inputs, dict) else dict(zip(self.input_names, inputs, strict=False))
+        net = Interpreter(str(self.path)).net
+        names = [str(n) for n in net.tensorName]
+        session = Session(net, {"backend": "CPU", "outputPaths": self.output_names},
+                          {names.index(k): tuple(np.shape(v)) for k, v in feeds.items()})
+        for name, value in feeds.items():
+            session.write(names.index(name), np.asarray(value))
+        session.run()
+        return tuple(np.array(session.read(names.index(name))) for name in self.output_names)
+
+
 class MnnBackend(Backend):
     """ONNX backend: mnnpy converter + official MNN runtime (CPU)."""
+
+    rep = MnnRep
 
     @classmethod
     def prepare(cls, model: Any, device: str = "CPU", **kwargs: Any) -> MnnRep:
@@ -89,7 +113,7 @@ class MnnBackend(Backend):
         save_net(net, name)
         inits = {init.name for init in model.graph.initializer}
         inputs = [i.name for i in model.graph.input if i.name not in inits]
-        return MnnRep(Path(name), inputs, [o.name for o in model.graph.output])
+        return cls.rep(Path(name), inputs, [o.name for o in model.graph.output])
 
     @classmethod
     def supports_device(cls, device: str) -> bool:
@@ -97,7 +121,16 @@ class MnnBackend(Backend):
         return device == "CPU"
 
 
-def run_case(case_dir: Path) -> tuple[str, str]:
+class MnnpyBackend(MnnBackend):
+    """ONNX backend: mnnpy converter + mnnpy's own CPU runtime."""
+
+    rep = MnnpyRep
+
+
+BACKENDS = {"official": MnnBackend, "mnnpy": MnnpyBackend}
+
+
+def run_case(case_dir: Path, runtime: str = "official") -> tuple[str, str]:
     """Run one node case: ('pass'|'fail'|'unsupported'|'error', message)."""
     import onnx
     from mnnpy.schema import ModelError
@@ -105,7 +138,7 @@ def run_case(case_dir: Path) -> tuple[str, str]:
 
     model = onnx.load(str(case_dir / "model.onnx"))
     try:
-        rep = MnnBackend.prepare(model)
+        rep = BACKENDS[runtime].prepare(model)
     except ModelError as exc:
         return "unsupported", " ".join(str(exc).split())[:200]
     except Exception as exc:
@@ -139,24 +172,25 @@ def run_case(case_dir: Path) -> tuple[str, str]:
     return "pass", ""
 
 
-def _worker() -> None:
+def _worker(runtime: str = "official") -> None:
     for line in sys.stdin:
         name = line.strip()
         if not name:
             continue
-        status, message = run_case(node_data_dir() / name)
+        status, message = run_case(node_data_dir() / name, runtime)
         sys.stdout.write(MARK + json.dumps([name, status, message]) + "\n")
         sys.stdout.flush()
 
 
-def run_suite(names: list[str]) -> dict[str, tuple[str, str]]:
+def run_suite(names: list[str], runtime: str = "official") -> dict[str, tuple[str, str]]:
     """Run cases in a worker subprocess, restarting it after a native crash (that case counts as 'crash')."""
     results: dict[str, tuple[str, str]] = {}
     pending = list(names)
     root = Path(__file__).resolve().parents[2]
     env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     while pending:
-        proc = subprocess.Popen([sys.executable, "-c", "from tests.converter.onnx_backend import _worker; _worker()"],
+        code = f"from tests.converter.onnx_backend import _worker; _worker({runtime!r})"
+        proc = subprocess.Popen([sys.executable, "-c", code],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                 env=env, cwd=str(root))
         assert proc.stdin is not None and proc.stdout is not None
@@ -181,12 +215,12 @@ def all_cases() -> list[str]:
     return sorted(p.name for p in node_data_dir().iterdir() if (p / "model.onnx").exists())
 
 
-def read_expected_failures() -> set[str]:
-    """Case names listed in the expected-failure file (comments after '#')."""
-    if not EXPECTED_FAILURES.exists():
+def read_expected_failures(runtime: str = "official") -> set[str]:
+    """Case names listed in the runtime's expected-failure file (comments after '#')."""
+    if not EXPECTED_FAILURES[runtime].exists():
         return set()
     names = set()
-    for line in EXPECTED_FAILURES.read_text().splitlines():
+    for line in EXPECTED_FAILURES[runtime].read_text().splitlines():
         name = line.split("#", 1)[0].strip()
         if name:
             names.add(name)
@@ -194,16 +228,21 @@ def read_expected_failures() -> set[str]:
 
 
 def main(argv: list[str]) -> int:
-    """Run the whole suite; print a summary; with --write-expected rewrite the expected-failure list."""
-    results = run_suite(all_cases())
+    """Run the whole suite; print a summary; with --write-expected rewrite the runtime's expected-failure list."""
+    runtime = argv[argv.index("--runtime") + 1] if "--runtime" in argv else "official"
+    start = time.perf_counter()
+    results = run_suite(all_cases(), runtime)
     passed = sum(1 for status, _ in results.values() if status == "pass")
-    print(f"node suite: {passed} / {len(results)} pass")
+    print(f"node suite ({runtime} runtime): {passed} / {len(results)} pass in {time.perf_counter() - start:.0f} s")
     if "--write-expected" in argv:
-        lines = ["# ONNX node-suite cases (onnx 1.22.0 wheel) that mnnpy convert + official MNN do not pass yet.",
-                 "# Regenerate: python -m tests.converter.onnx_backend --write-expected. This list may only shrink.",
+        flag = " --runtime mnnpy" if runtime == "mnnpy" else ""
+        engine = "mnnpy's CPU runtime" if runtime == "mnnpy" else "official MNN"
+        lines = [f"# ONNX node-suite cases (onnx 1.22.0 wheel) that mnnpy convert + {engine} do not pass yet.",
+                 f"# Regenerate: python -m tests.converter.onnx_backend{flag} --write-expected. This list may only "
+                 "shrink.",
                  f"# {passed} / {len(results)} cases pass."]
         lines += [f"{name}  # {status}: {msg}" for name, (status, msg) in sorted(results.items()) if status != "pass"]
-        EXPECTED_FAILURES.write_text("\n".join(lines) + "\n")
+        EXPECTED_FAILURES[runtime].write_text("\n".join(lines) + "\n")
     return 0
 
 
