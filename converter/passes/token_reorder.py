@@ -95,6 +95,7 @@ class _Sweep:
         self.held: dict[str, Held] = {}
         self.shapes: dict[str, list[int]] = {name: list(spec.shape) for name, spec in graph.inputs.items()}
         self.out: list[Node] = []
+        self.order = {id(n): i for i, n in enumerate(graph.topological_order())}
 
     def shape(self, name: str) -> list[int] | None:
         """A statically known shape (graph inputs, constant Reshapes, per-token ops after them)."""
@@ -110,7 +111,12 @@ class _Sweep:
             dims = [int(d) for d in np.asarray(self.graph.constants[node.inputs[1]]).ravel()]
             return dims if all(d > 0 for d in dims) else None
         slot = _data_input(self.graph, node)
+        if slot is None and node.op_type == OT.BinaryOp:  # two tensors of one shape
+            shapes = [self.shape(name) for name in node.inputs]
+            return shapes[0] if len(shapes) == 2 and shapes[0] == shapes[1] else None
         source = self.shape(node.inputs[slot]) if slot is not None else None
+        if source and node.op_type == OT.Softmax:
+            return source
         width = per_token(self.graph, node, source[-1]) if source else None
         return [*source[:-1], width] if source and width else None
 
@@ -149,26 +155,36 @@ class _Sweep:
     def hold(self, name: str, phys: str, index: np.ndarray, shape: list[int]) -> None:
         self.held[name] = Held(phys, index, shape, shape[-1])
 
-    def take_move(self, move: token_moves.TokenMove) -> None:
+    def take_move(self, move: token_moves.TokenMove) -> bool:
+        """Hold the move back; False (nothing done) unless its source is known to be [..., C] rows of C channels."""
+        shape = self.shape(move.source)
+        if shape is None or shape[-1] != move.channels or int(np.prod(shape)) != move.tokens * move.channels:
+            return False
         source = self.held.get(move.source)
         if source is not None:
             self.hold(move.sink, source.phys, source.index[move.index], move.shape)
         else:
             self.hold(move.sink, self.rows(move.source, move.tokens, move.channels), move.index, move.shape)
+        return True
 
     def step(self, node: Node) -> None:
         if id(node) in self.skip:
             move = self.moves.get(node.outputs[0])
-            if move is not None:
-                self.take_move(move)
+            if move is not None and not self.take_move(move):
+                for inner in sorted(move.nodes, key=lambda n: self.order[id(n)]):
+                    self.plain(inner)
             return
-        if any(name in self.held for name in node.inputs) and not (
+        if any(name in self.held for name in node.inputs) and (
                 self._per_token(node) or self._reshape(node) or self._binary(node) or self._reduce(node)):
-            for name in dict.fromkeys(node.inputs):
-                if name in self.held:
-                    self.materialize(name)
-        if not any(name in self.held for name in node.inputs) and node.outputs[0] not in self.held:
-            self.out.append(node)
+            return
+        self.plain(node)
+
+    def plain(self, node: Node) -> None:
+        """Emit the node as it is, reordering its held inputs first."""
+        for name in dict.fromkeys(node.inputs):
+            if name in self.held:
+                self.materialize(name)
+        self.out.append(node)
 
     def _per_token(self, node: Node) -> bool:
         slot = _data_input(self.graph, node)

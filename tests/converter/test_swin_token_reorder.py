@@ -114,3 +114,21 @@ def test_token_mean_drops_the_last_reorder_but_a_channel_mean_keeps_it(tmp_path:
         model, feeds = _model(g, y)
         before, after, _ = _convert(model, tmp_path, feeds)
         assert (before, after) == (2, moves)
+
+
+def test_reordered_swin_without_fused_attention_runs_in_official_mnn(tmp_path: Path) -> None:
+    """token-reorder alone (the attention left unfused, as official MNN needs): the reorders are plain GatherV2s, so
+    official MNN runs the file too."""
+    from .helpers import run_mnn
+    from .transformer_models import swin_blocks
+
+    pytest.importorskip("MNN")
+    model, feeds = swin_blocks(classes=10)
+    graph = load_onnx(model)
+    counts = run_pipeline(graph, enable={token_reorder.NAME})
+    assert counts[token_reorder.NAME] > 0
+    path = tmp_path / "swin.mnn"
+    save_net(graph_to_net(graph), str(path))
+    ref = run_ort(model, feeds)[0]
+    assert rel_diff(run_mnnpy(path, feeds, ["y"])[0], ref) <= 1e-4
+    assert rel_diff(run_mnn(path, feeds, ["y"])[0], ref) <= 1e-4
