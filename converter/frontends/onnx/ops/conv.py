@@ -155,6 +155,11 @@ def conv(ctx: Context, node: OnnxNode, *, auto_pad: str = "NOTSET", dilations: l
     if node.input(2) and bias_value is None:
         raise UseFunctionBody(f"{node.label()}: the bias must be a constant for MNN")
     rank1d = weight.ndim == 3
+    if weight.ndim == 5:
+        from .conv3d import conv3d
+
+        conv3d(ctx, node, weight, bias_value, auto_pad, dilations, group, pads, strides)
+        return
     if weight.ndim not in (3, 4):
         raise UseFunctionBody(f"{node.label()}: {weight.ndim - 2}-D convolution is not supported yet")
     if auto_pad == "SAME_LOWER" and not rank1d:

@@ -13,6 +13,11 @@ from .conv import same_lower_pads
 
 def _pool(ctx: Context, node: OnnxNode, pool_type: int, auto_pad: str, ceil_mode: int, kernel_shape: list[int],
           pads: list[int] | None, strides: list[int] | None, count_include_pad: int) -> None:
+    if len(kernel_shape) == 3:
+        from .conv3d import pool3d
+
+        pool3d(ctx, node, pool_type, auto_pad, ceil_mode, kernel_shape, pads, strides, count_include_pad)
+        return
     if len(kernel_shape) not in (1, 2):
         raise UseFunctionBody(f"{node.label()}: {len(kernel_shape)}-D pooling is not supported yet")
     one_d = len(kernel_shape) == 1
