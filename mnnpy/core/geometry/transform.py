@@ -7,7 +7,7 @@ from typing import Any
 from mnnpy.core.geometry._regions import full_copy, strided_regions, strides_of
 from mnnpy.core.ir import NHWC, Region, TensorDesc
 from mnnpy.core.registry import geometry_fn
-from mnnpy.core.shape.tensor_ops import permutation
+from mnnpy.core.shape.tensor_ops import channel_move, permutation
 from mnnpy.schema import mnn_generated as fb
 
 OT = fb.OpType
@@ -33,7 +33,7 @@ def full_ref(op: Any, ins: list[TensorDesc], outs: list[TensorDesc], values: lis
 @geometry_fn(OT.ConvertTensor)
 def convert(op: Any, ins: list[TensorDesc], outs: list[TensorDesc], values: list) -> list[list[Region]]:
     src, dst = ins[0], outs[0]
-    if len(src.shape) == 4 and (src.fmt == NHWC) != (dst.fmt == NHWC):
-        perm = [0, 3, 1, 2] if src.fmt == NHWC else [0, 2, 3, 1]
+    perm = channel_move(len(src.shape), src.fmt == NHWC, dst.fmt == NHWC)
+    if perm is not None:
         return [permute_regions(src.shape, perm)]
     return [full_copy(dst.size, 0)]

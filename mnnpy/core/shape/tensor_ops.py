@@ -145,14 +145,23 @@ def depth_space(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDe
     return [same(descs[0], (n, c * b * b, h // b, w // b))]
 
 
+def channel_move(rank: int, src_nhwc: bool, dst_nhwc: bool) -> list[int] | None:
+    """The permutation a ConvertTensor applies to the logical shape, or None: NHWC keeps channels last, NCHW and
+    NC4HW4 second, for every rank above 2 (MNN's TensorConvertSizeComputer); rank <= 2 and same-order moves
+    keep the shape."""
+    if rank <= 2 or src_nhwc == dst_nhwc:
+        return None
+    if src_nhwc:
+        return [0, rank - 1, *range(1, rank - 1)]
+    return [0, *range(2, rank), 1]
+
+
 @shape_fn(OT.ConvertTensor)
 def convert(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
     x = descs[0]
-    src = x.fmt
     dst = {0: NCHW, 1: NHWC, 2: NC4HW4}.get(op.main.dest, NCHW)
-    shape = x.shape
-    if len(shape) == 4 and (src == NHWC) != (dst == NHWC):
-        shape = (shape[0], shape[3], shape[1], shape[2]) if src == NHWC else (shape[0], shape[2], shape[3], shape[1])
+    perm = channel_move(len(x.shape), x.fmt == NHWC, dst == NHWC)
+    shape = x.shape if perm is None else tuple(x.shape[p] for p in perm)
     return [x.with_(shape=shape, fmt=dst)]
 
 
