@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from mnnpy.backends.cpu.compute.common import relu
 from mnnpy.backends.cpu.layout import zero_tail
 from mnnpy.backends.cpu.ops._common import CF, CPUExecution, channel_vector
 from mnnpy.schema import mnn_generated as fb
@@ -39,7 +40,7 @@ class Activation(CPUExecution):
         t = self.kind
         if t == OT.ReLU:
             if self.slope == 0.0:
-                np.maximum(x, 0, out=y)
+                relu(x, y)
             else:
                 np.multiply(x, np.where(x > 0, 1.0, self.slope).astype(x.dtype), out=y)
         elif t == OT.ReLU6:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from mnnpy.backends.cpu.compute.common import relu
 from mnnpy.backends.cpu.layout import logical, store, zero_tail
 from mnnpy.backends.cpu.ops._common import CF, CPUExecution, physical_operand
 from mnnpy.schema import mnn_generated as fb
@@ -93,7 +94,7 @@ class Binary(CPUExecution):
             for extra in ops[2:]:
                 self.fn(out, extra, out=out)
             if self.relu:
-                np.maximum(out, 0, out=out)
+                relu(out, out)
             zero_tail(y)
             return
         vals = [logical(r) for r in self.inputs]

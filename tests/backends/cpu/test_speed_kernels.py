@@ -105,3 +105,18 @@ def test_matmul_reshapes_are_flat_copies(tmp_path: Path) -> None:
     rasters = [c for c in session.info()["commands"] if c["type"] == "Raster"]
     packed = [c for c in rasters if any("NC4HW4" in o for o in c["outputs"])]
     assert packed and all(c["algorithm"] == "raster-copy" for c in packed), rasters
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int8])
+def test_relu_helper_matches_maximum(dtype: type) -> None:
+    from mnnpy.backends.cpu.compute.common import relu
+
+    values = np.random.default_rng(6).standard_normal(1000) * 50
+    if np.dtype(dtype).kind == "f":
+        values = np.concatenate([values, [np.nan, np.inf, -np.inf, -0.0, 0.0]])
+    x = values.astype(dtype)
+    out = np.full_like(x, 7)
+    relu(x, out)
+    np.testing.assert_array_equal(out, np.maximum(x, 0))  # NaN == NaN here; -0.0 == 0.0
+    relu(x, x)  # in place
+    np.testing.assert_array_equal(x, out)
