@@ -15,7 +15,8 @@ converted once per stage with `run_pipeline(skip=..., enable=OPT_IN)`; the stage
 
 All stages of a model are timed interleaved (mnnpy.bench.measure.interleaved) on mnnpy's CPU backend and each
 stage's output is compared with onnxruntime. The table gives the data moves in the converted graph
-(token_reorder.count_moves), the runtime Raster commands of the session plan, and the latency.
+(token_reorder.count_moves), the runtime Raster commands of the session plan, the summed per-command medians of the
+data-moving commands (Raster, GatherV2, Permute; mnnpy.bench.profile) and the end-to-end latency.
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ def bench_model(name: str, model: Any, tmp: Path, runs: int, warmup: int, thread
 
     from mnnpy.bench.engines import MnnpyEngine, random_inputs
     from mnnpy.bench.measure import interleaved
+    from mnnpy.bench.profile import profile_session
 
     engines, rows = [], []
     for stage, skipped in stages():
@@ -105,21 +107,24 @@ def bench_model(name: str, model: Any, tmp: Path, runs: int, warmup: int, thread
     for engine in engines:
         engine.feed(feeds)
     for row, engine, stats in zip(rows, engines, interleaved(engines, runs, warmup), strict=True):
+        ops = profile_session(engine.session, runs=max(runs // 3, 3))
         engine.run()
         got = engine.output().reshape(ref.shape)
         row.update(median=stats.median, p10=stats.p10, p90=stats.p90,
+                   move_ms=sum(op.ms for op in ops if op.op_type in ("Raster", "GatherV2", "Permute", "Transpose")),
                    diff=float(np.abs(got - ref).max() / max(float(np.abs(ref).max()), 1e-12)))
     return rows
 
 
 def table(rows: list[dict[str, Any]]) -> str:
     """A markdown table; `vs base` is the stage's median over the model's base median."""
-    lines = ["| model | stage | moves | graph ops | runtime Rasters | median ms | p10-p90 ms | vs base "
-             "| max rel diff vs ORT |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| model | stage | moves | graph ops | runtime Rasters | data-move ms | median ms | p10-p90 ms | vs base "
+             "| max rel diff vs ORT |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     base: dict[str, float] = {}
     for r in rows:
         base.setdefault(r["model"], r["median"])
         lines.append(f"| {r['model']} | {r['stage']} | {r['moves']} | {r['ops']} | {r['rasters']} | "
+                     f"{r['move_ms']:.2f} | "
                      f"{r['median']:.2f} | {r['p10']:.2f}-{r['p90']:.2f} | {r['median'] / base[r['model']]:.2f}x | "
                      f"{r['diff']:.1e} |")
     return "\n".join(lines)
