@@ -3,7 +3,10 @@
 Coordinates are Python ints in OpenCV's 16-bit fixed point (XY_SHIFT) where OpenCV uses it: thick lines are
 filled convex quadrilaterals with round caps (midpoint discs), ellipses are polygons from a 1-degree sine table,
 polygons are filled by an active-edge scanline walk. C semantics are kept: `>>` floors, `/` truncates (`_tdiv`),
-cvRound rounds half to even. LINE_AA is drawn with LINE_8 geometry (no antialiasing).
+cvRound rounds half to even. Where OpenCV 4.14 behaves differently from older sources (thin sub-pixel LINE_8
+lines round their ends and use the integer iterator, integer thick lines are pre-clipped, polygon edges start
+from their clipped pixel outline) the 4.14 behaviour is followed, as checked against cv2 in tests/cv/test_draw.py.
+LINE_AA is drawn with LINE_8 geometry (no antialiasing).
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ class Target:
 
 
 def clip_line(w: int, h: int, p1: Sequence[int], p2: Sequence[int]) -> tuple[tuple[int, int], tuple[int, int]] | None:
-    """OpenCV's clipLine to [0, w) x [0, h) (integer, truncating); None when the segment misses it."""
+    """OpenCV's clipLine to [0, w) x [0, h) (double quotient, truncated); None when the segment misses it."""
     x1, y1, x2, y2 = int(p1[0]), int(p1[1]), int(p2[0]), int(p2[1])
     right, bottom = w - 1, h - 1
 
@@ -57,20 +60,20 @@ def clip_line(w: int, h: int, p1: Sequence[int], p2: Sequence[int]) -> tuple[tup
     if (c1 & c2) == 0 and (c1 | c2) != 0:
         if c1 & 12:
             a = 0 if c1 < 8 else bottom
-            x1 += _tdiv((a - y1) * (x2 - x1), y2 - y1)
+            x1 += int(float(a - y1) * (x2 - x1) / (y2 - y1))
             y1, c1 = a, code(x1, None)
         if c2 & 12:
             a = 0 if c2 < 8 else bottom
-            x2 += _tdiv((a - y2) * (x2 - x1), y2 - y1)
+            x2 += int(float(a - y2) * (x2 - x1) / (y2 - y1))
             y2, c2 = a, code(x2, None)
         if (c1 & c2) == 0 and (c1 | c2) != 0:
             if c1:
                 a = 0 if c1 == 1 else right
-                y1 += _tdiv((a - x1) * (y2 - y1), x2 - x1)
+                y1 += int(float(a - x1) * (y2 - y1) / (x2 - x1))
                 x1, c1 = a, 0
             if c2:
                 a = 0 if c2 == 1 else right
-                y2 += _tdiv((a - x2) * (y2 - y1), x2 - x1)
+                y2 += int(float(a - x2) * (y2 - y1) / (x2 - x1))
                 x2, c2 = a, 0
     return ((x1, y1), (x2, y2)) if (c1 | c2) == 0 else None
 
@@ -162,25 +165,17 @@ def circle(t: Target, cx: int, cy: int, radius: int, fill: bool) -> None:
     t.points(xs, ys)
 
 
-def _outline(t: Target, p0: tuple[int, int], p: tuple[int, int], line_type: int, shift: int) -> None:
-    """An edge drawn by FillConvexPoly (points already in XY_SHIFT fixed point)."""
-    if shift == 0:
-        line(t, (p0[0] >> XY_SHIFT, p0[1] >> XY_SHIFT), (p[0] >> XY_SHIFT, p[1] >> XY_SHIFT), line_type)
-    else:
-        line2(t, p0, p)
-
-
 def fill_convex(t: Target, v: list[tuple[int, int]], line_type: int, shift: int) -> None:
     """OpenCV's FillConvexPoly: outline, then two edges walked down from the top vertex."""
     n = len(v)
     delta = (1 << shift) >> 1
     up = XY_SHIFT - shift
     imin = min(range(n), key=lambda i: (v[i][1], i))
-    p0 = (v[-1][0] << up, v[-1][1] << up)
-    for px, py in v:
-        p = (px << up, py << up)
-        _outline(t, p0, p, line_type, shift)
-        p0 = p
+    for (qx, qy), (px, py) in zip([v[-1], *v[:-1]], v, strict=True):  # the outline first
+        if shift == 0:
+            line(t, (qx, qy), (px, py), line_type)
+        else:
+            line2(t, (qx << up, qy << up), (px << up, py << up))
     xmin, xmax = (min(p[0] for p in v) + delta) >> shift, (max(p[0] for p in v) + delta) >> shift
     ymin, ymax = (v[imin][1] + delta) >> shift, (max(p[1] for p in v) + delta) >> shift
     if n < 3 or xmax < 0 or ymax < 0 or xmin >= t.w or ymin >= t.h:
@@ -320,6 +315,12 @@ def _bubble(head: _Edge) -> None:
 def thick_line(t: Target, p0: Sequence[int], p1: Sequence[int], thickness: int, line_type: int, flags: int,
                shift: int) -> None:
     """OpenCV's ThickLine: a one-pixel line, or a filled quadrilateral plus round caps (flags: 1 start, 2 end)."""
+    if thickness > 1 and shift == 0:  # OpenCV 4.14 clips integer segments to the image grown by the thickness
+        m = thickness
+        c = clip_line(t.w + 2 * m, t.h + 2 * m, (p0[0] + m, p0[1] + m), (p1[0] + m, p1[1] + m))
+        if c is None:
+            return
+        p0, p1 = (c[0][0] - m, c[0][1] - m), (c[1][0] - m, c[1][1] - m)
     up = XY_SHIFT - shift
     a, b = (int(p0[0]) << up, int(p0[1]) << up), (int(p1[0]) << up, int(p1[1]) << up)
     if thickness <= 1:

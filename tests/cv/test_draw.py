@@ -1,8 +1,6 @@
 """Drawing against OpenCV, pixel for pixel, for LINE_4 and LINE_8: one-pixel and thick lines, rectangles, circles,
-ellipses and sectors, polylines, fillPoly (also with shift and offset) and drawContours, on random cases.
-
-Known gap (not tested): a thick stroke whose outline crosses the image border can differ from OpenCV 4.14 on
-pixels along that border; LINE_AA is drawn with LINE_8 geometry (no antialiasing)."""
+ellipses and sectors, polylines, fillPoly (also with shift and offset) and drawContours, on random cases inside
+and across the image border. (LINE_AA is drawn with LINE_8 geometry, no antialiasing: not compared.)"""
 
 from __future__ import annotations
 
@@ -53,11 +51,13 @@ def test_thin_shapes_with_clipping(cv2, p1: tuple[int, int], p2: tuple[int, int]
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_thick_strokes_and_fills(cv2, seed: int) -> None:
+@pytest.mark.parametrize("across_border", [False, True])
+def test_thick_strokes_and_fills(cv2, seed: int, across_border: bool) -> None:
     rs = np.random.RandomState(seed)
+    lo, hi = (-10, 60) if across_border else (12, 38)
     for _ in range(10):
-        p1 = tuple(int(v) for v in rs.randint(12, 38, 2))
-        p2 = tuple(int(v) for v in rs.randint(12, 28, 2))
+        p1 = tuple(int(v) for v in rs.randint(lo, hi, 2))
+        p2 = tuple(int(v) for v in rs.randint(lo, hi - 10, 2))
         for line_type in LINE_TYPES:
             for thickness in (2, 3, 5, 8):
                 _same(cv2, "line", p1, p2, COLOR, thickness, line_type)
@@ -68,7 +68,7 @@ def test_thick_strokes_and_fills(cv2, seed: int) -> None:
             axes = (int(rs.randint(0, 9)), int(rs.randint(0, 9)))
             angle, start, end = (float(v) for v in (rs.randint(0, 360), rs.randint(-100, 300), rs.randint(-100, 400)))
             _same(cv2, "ellipse", p1, axes, angle, start, end, COLOR, 3, line_type)
-            poly = rs.randint(5, 35, (int(rs.randint(3, 8)), 2)).astype(np.int32)
+            poly = rs.randint(lo + 7, hi - 3, (int(rs.randint(3, 8)), 2)).astype(np.int32)
             _same(cv2, "polylines", [poly], bool(rs.randint(2)), COLOR, int(rs.randint(2, 6)), line_type)
             _same(cv2, "drawContours", [poly.reshape(-1, 1, 2)], 0, COLOR, -1, line_type)
             _same(cv2, "fillPoly", [poly], COLOR, line_type, offset=(int(rs.randint(-5, 6)), int(rs.randint(-5, 6))))
@@ -80,7 +80,7 @@ def test_sub_pixel_shift(cv2, seed: int) -> None:
     for _ in range(8):
         sh = int(rs.randint(1, 5))
         pts = rs.randint(-5 << sh, 55 << sh, (5, 2)).astype(np.int32)
-        inner = rs.randint(5 << sh, 35 << sh, (5, 2)).astype(np.int32)
+        inner = rs.randint(-10 << sh, 55 << sh, (5, 2)).astype(np.int32)
         centre = tuple(int(v) for v in inner[0])
         for line_type in LINE_TYPES:
             _same(cv2, "fillPoly", [pts], COLOR, line_type, sh)
