@@ -4,7 +4,9 @@ MNN decides at session creation, from ``quantInfo``, which ops run in int8 and i
 the same on the net before the session is made: each quantised convolution becomes ``ConvInt8`` /
 ``DepthwiseConvInt8`` (int8 weights, int32 bias in units of ``s_in * s_w``, per-channel requantisation multiplier
 ``s_in * s_w / s_out``, fused ReLU / ReLU6 as an output clamp), its input and output get int8 twins, and
-``FloatToInt8`` / ``Int8ToFloat`` ops are placed only where an int8 tensor meets a float producer or consumer.
+``FloatToInt8`` / ``Int8ToFloat`` ops are placed only where an int8 tensor meets a float producer or consumer. Residual
+adds, max / global average pools and layout ops (reshape, transpose, concat, slice) whose tensors share one scale run
+on the int8 codes too (layout ops keep their type: the CPU Raster moves int8 bytes as it moves floats).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import numpy as np
 
 from mnnpy.schema import mnn_generated as fb
 
-from .model import CONVS, _ints
+from .model import CONVS, LAYOUT, _ints, data_inputs
 
 INPUT_OFFSET = 128  # MNN's x86 int8 GEMM reads inputs as uint8 x + 128 (backends/cpu/int8/requant.py)
 
@@ -138,6 +140,17 @@ def _int8_pool(op: Any, info: dict[int, Any]) -> bool:
     return bool(np.isclose(a.scale, b.scale, rtol=1e-6) and a.zero == b.zero)
 
 
+def _int8_layout(op: Any, info: dict[int, Any]) -> bool:
+    """A layout op whose data inputs and output share one quantisation: it moves int8 codes (an int8 Raster)."""
+    if op.type not in LAYOUT or op.outputIndexes is None or len(op.outputIndexes) != 1:
+        return False
+    tensors = [*data_inputs(op), _ints(op.outputIndexes)[0]]
+    if not all(i in info for i in tensors):
+        return False
+    first = info[tensors[0]]
+    return all(np.isclose(info[i].scale, first.scale, rtol=1e-6) and info[i].zero == first.zero for i in tensors)
+
+
 def _pool_op(op: Any) -> Any:
     """QuantizedMaxPool / QuantizedAvgPool (global) carrying the float op's Pool / Pool3D table."""
     new = fb.OpT()
@@ -206,6 +219,11 @@ def _round_trip(ops: list[Any], o: int, q: Any, names: list[str], twin_of: Any, 
     return back
 
 
+def _data(op: Any) -> list[int]:
+    """Inputs that an int8 op reads as int8 (all, except the shape / axis inputs of layout ops)."""
+    return data_inputs(op) if op.type in LAYOUT else _ints(op.inputIndexes)
+
+
 def lower_int8(net: Any) -> Any:
     """A copy of ``net`` where quantised convolutions, residual adds and pools run as int8 ops (CPU int8 kernels).
 
@@ -216,12 +234,12 @@ def lower_int8(net: Any) -> Any:
     names = [str(n) for n in out.tensorName or []]
     consts = {o for op in out.oplists or [] if op.type == OT.Const for o in _ints(op.outputIndexes)}
     int8_ops = {id(op) for op in out.oplists or [] if _int8_add(op, info, consts) or _int8_pool(op, info)
+                or _int8_layout(op, info)
                 or (_int8_conv(op) and all(i in info for i in (_ints(op.inputIndexes)[0], _ints(op.outputIndexes)[0])))}
     float_uses: dict[int, int] = {}
     for op in out.oplists or []:
-        if id(op) not in int8_ops:
-            for i in _ints(op.inputIndexes):
-                float_uses[i] = float_uses.get(i, 0) + 1
+        for i in _ints(op.inputIndexes) if id(op) not in int8_ops else _ints(op.inputIndexes)[len(_data(op)):]:
+            float_uses[i] = float_uses.get(i, 0) + 1
     outputs = {names.index(n) for n in (str(o) for o in out.outputName or []) if n in names}
     twin: dict[int, int] = {}
 
@@ -243,17 +261,20 @@ def lower_int8(net: Any) -> Any:
                 if o in info and float_uses.get(o) and o not in outputs:
                     alias[o] = _round_trip(ops, o, info[o], names, twin_of, _average_pool(op))
             continue
-        ins, o = _ints(op.inputIndexes), _ints(op.outputIndexes)[0]
+        ins, o = _data(op), _ints(op.outputIndexes)[0]
         for i in ins:
             if i not in twin:
                 q = info[i]
                 ops.append(_convert_op(OT.FloatToInt8, f"{names[i]}__to_int8", i, twin_of(i),
                                        _quant_param(1.0 / q.scale, int(q.zero), int(q.min), int(q.max))))
-        if op.type == OT.BinaryOp:
+        if op.type in LAYOUT:
+            new = op  # same op and parameters, on the int8 twins (the CPU Raster moves bytes of any dtype)
+        elif op.type == OT.BinaryOp:
             new = _add_op(op, info)
         else:
             new = _pool_op(op) if op.type in (OT.Pooling, OT.Pooling3D) else _int8_op(op, info)
-        new.inputIndexes = np.asarray([twin[i] for i in ins], np.int32)
+        rest = _ints(op.inputIndexes)[len(ins):]  # shape / axis inputs of layout ops stay as they are
+        new.inputIndexes = np.asarray([twin[i] for i in ins] + rest, np.int32)
         new.outputIndexes = np.asarray([twin_of(o)], np.int32)
         ops.append(new)
         if float_uses.get(o) or o in outputs:

@@ -5,7 +5,9 @@ per-output-channel int8 codes in an ``IDSTQuan`` (type 1, 256-entry linear codeb
 ``alpha`` = weight scale per channel, ``aMin`` 0, ``aMaxOrBits`` 8, ``scaleIn`` / ``scaleOut`` = feature scales);
 ``symmetricQuan`` carries the clamp range and ``outputDataType`` DT_INT8; the float bias stays. Every tensor read
 or written by an int8 op gets ``extraTensorDescribe[].quantInfo`` ``{scale, zero 0, min -clamp, max clamp,
-DT_INT8}``; the runtime decides where int8 islands start and end from these.
+DT_INT8}``; the runtime decides where int8 islands start and end from these. Layout ops and pools between int8
+tensors give their data inputs and output one scale (the largest calibrated threshold of the group), so they move
+int8 codes without requantising.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from mnnpy.schema import mnn_generated as fb
 OT = fb.OpType
 CONVS = (OT.Convolution, OT.ConvolutionDepthwise)
 POOLS = (OT.Pooling, OT.Pooling3D)
+# layout ops that move int8 codes unchanged (int8 Raster): their data inputs and output share one scale
+LAYOUT = (OT.Reshape, OT.Flatten, OT.Squeeze, OT.Unsqueeze, OT.ExpandDims, OT.Permute, OT.Transpose, OT.Concat,
+          OT.Slice, OT.SliceTf, OT.StridedSlice)
 DT_INT8 = 6
 
 
@@ -29,11 +34,18 @@ class QuantPlan:
 
     convs: list[Any] = field(default_factory=list)
     others: list[Any] = field(default_factory=list)  # BinaryOp ADD and pooling: quantInfo only
+    layout: list[Any] = field(default_factory=list)  # layout ops between int8 ops: one shared scale
     targets: dict[str, tuple[list, list]] = field(default_factory=dict)
 
 
 def _ints(v: Any) -> list[int]:
     return [int(i) for i in np.asarray(v if v is not None else [], dtype=np.int64).ravel()]
+
+
+def data_inputs(op: Any) -> list[int]:
+    """Inputs of a layout op that carry data (all of a Concat's; the first otherwise, the rest are shapes/axes)."""
+    ins = _ints(op.inputIndexes)
+    return ins if op.type == OT.Concat else ins[:1]
 
 
 def plan(net: Any, skip: list[str] | None = None) -> QuantPlan:
@@ -52,6 +64,9 @@ def plan(net: Any, skip: list[str] | None = None) -> QuantPlan:
         elif (op.type == OT.BinaryOp and op.main is not None and op.main.opType == fb.BinaryOpOperation.ADD
               and len(ins) == 2 and not set(ins) & consts) or op.type in POOLS:
             result.others.append(op)
+        elif op.type in LAYOUT and not set(data_inputs(op)) & consts and len(outs) == 1:
+            result.layout.append(op)
+            ins = data_inputs(op)
         else:
             continue
         result.targets[name] = (ins, outs)
@@ -140,11 +155,13 @@ def apply(net: Any, quant_plan: QuantPlan, thresholds: dict[int, float], feature
           weight_clamp: int = 127, weight_method: str = "MAX_ABS") -> dict[str, int]:
     """Quantise the planned ops of ``net`` in place from calibrated thresholds; returns counts for the report."""
     scales: dict[int, float] = {}
+    shared = quant_plan.layout + [op for op in quant_plan.others if op.type in POOLS]  # pools keep their scale too
+    thresholds = shared_thresholds(thresholds, shared)
 
     def scale_of(i: int) -> float:
         return thresholds.get(i, 0.0) / feature_clamp
 
-    done = {"convs": 0, "skipped": 0, "others": 0}
+    done = {"convs": 0, "skipped": 0, "others": 0, "layout": 0}
     for op in quant_plan.convs:
         i, o = _ints(op.inputIndexes)[0], _ints(op.outputIndexes)[0]
         if scale_of(i) <= 0 or scale_of(o) <= 0:
@@ -164,5 +181,32 @@ def apply(net: Any, quant_plan: QuantPlan, thresholds: dict[int, float], feature
             for k, v in wanted.items():
                 scales.setdefault(k, v)
             done["others"] += 1
+    for op in quant_plan.layout:  # only between tensors that are int8 already: an int8 Raster, no new islands
+        ins, out = data_inputs(op), _ints(op.outputIndexes)[0]
+        if all(i in scales for i in ins) or out in scales:
+            for k in (*ins, out):
+                scales[k] = scale_of(k)
+            done["layout"] += 1
     set_quant_info(net, scales, feature_clamp)
     return done
+
+
+def shared_thresholds(thresholds: dict[int, float], ops: list[Any]) -> dict[int, float]:
+    """Thresholds where the data inputs and output of each op (layout ops, pools) share the largest of their
+    thresholds, so the op moves int8 codes without requantising (a Concat's inputs get one scale). Tensors are
+    grouped transitively."""
+    parent: dict[int, int] = {}
+
+    def root(i: int) -> int:
+        while parent.get(i, i) != i:
+            i = parent[i]
+        return i
+
+    for op in ops:
+        ins, out = data_inputs(op), _ints(op.outputIndexes)[0]
+        for i in ins:
+            parent[root(i)] = root(out)
+    group_max: dict[int, float] = {}
+    for i in parent.keys() | {p for p in parent.values()}:
+        group_max[root(i)] = max(group_max.get(root(i), 0.0), thresholds.get(i, 0.0))
+    return {**thresholds, **{i: group_max[root(i)] for i in parent.keys() | set(parent.values())}}
