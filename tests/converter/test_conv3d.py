@@ -1,4 +1,5 @@
-"""3-D Conv / MaxPool / AveragePool -> MNN's Convolution3D / Pooling3D, run in official MNN against onnxruntime.
+"""3-D Conv / MaxPool / AveragePool -> MNN's Convolution3D / Pooling3D, run in official MNN (and, for the conv, in
+mnnpy's CPU runtime) against onnxruntime.
 
 (Official MNN's own converter lowers 3-D convs to Im2Col + 2-D convs, and its 3.6.1 runtime crashes on that file for
 a 1x3x6x7x8 input; the Convolution3D op itself runs.)
@@ -13,7 +14,7 @@ import pytest
 from mnnpy.converter import ConvertError
 from mnnpy.schema import mnn_generated as fb
 
-from .helpers import F, check_model, make_model, oh, onnx
+from .helpers import F, check_model, make_model, oh, onnx, rel_diff, run_ort
 
 X_SHAPE = [1, 3, 6, 7, 8]
 
@@ -32,9 +33,21 @@ def _conv_model(rng: np.random.Generator, **attrs: object) -> object:
     {"strides": [2, 1, 2], "dilations": [1, 2, 1]},
 ], ids=["pads", "asymmetric-pads", "strides-dilations"])
 def test_conv3d(attrs: dict, tmp_path: Path) -> None:
+    """Official MNN and mnnpy's CPU runtime both run the file equal to onnxruntime."""
+    import mnnpy
+
     rng = np.random.default_rng(3)
-    net = check_model(_conv_model(rng, **attrs), {"x": rng.uniform(-1, 1, X_SHAPE).astype(np.float32)}, tmp_path)
+    model = _conv_model(rng, **attrs)
+    x = rng.uniform(-1, 1, X_SHAPE).astype(np.float32)
+    net = check_model(model, {"x": x}, tmp_path)
     assert fb.OpType.Convolution3D in [op.type for op in net.oplists]
+    interp = mnnpy.Interpreter(str(tmp_path / "model.mnn"))
+    session = interp.createSession({"backend": "CPU"})
+    interp.getSessionInput(session, "x").copyFrom(x)
+    interp.runSession(session)
+    got = np.array(interp.getSessionOutput(session, "y").getNumpyData())
+    (ref,) = run_ort(model, {"x": x})
+    assert got.shape == ref.shape and rel_diff(got, ref) <= 1e-5
 
 
 @pytest.mark.parametrize(("op", "attrs"), [
