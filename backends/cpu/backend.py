@@ -16,7 +16,7 @@ STATS: dict[str, int] = {"static_allocations": 0}
 
 
 class CPURuntime(Runtime):
-    """The numpy runtime (MNN: CPURuntime); `numThread` maps to the BLAS pool where threadpoolctl exists."""
+    """The numpy runtime (MNN: CPURuntime); `numThread` is the kernels' lane count (BLAS held at 1 thread)."""
 
     name = "cpu"
 
@@ -73,15 +73,19 @@ class CPUBackend(Backend):
             ref.array = memory.view(self._arena, self._base, chunk, ref.desc.dtype, ref.desc.physical_shape)
 
     def on_execute_begin(self) -> None:
-        """`numThread` from the config sets numpy's BLAS pool (MNN: the CPU runtime's thread pool size)."""
+        """`numThread` from the config: the kernels' own lanes (Python threads, see compute/blas.py) run the ops in
+        parallel and numpy's BLAS pool is held at 1 thread. OpenBLAS workers busy-wait for milliseconds after each
+        threaded call; interleaved with the lanes they took the second core from them (ResNet-18, 2 threads, same
+        process: 143 ms best with BLAS at 2 threads between the lanes' calls vs 35.5 ms with BLAS at 1; 1 thread
+        58 ms). Without `numThread` the pool is left as it is."""
         if "numThread" not in self.config:
             return
         try:
             from mnnpy.bench.threads import get_blas_threads, set_blas_threads
         except ImportError:
             return
-        if get_blas_threads() not in (None, self.threads):
-            set_blas_threads(self.threads)
+        if get_blas_threads() not in (None, 1):
+            set_blas_threads(1)
 
     def on_clear(self) -> None:
         self._arena = None

@@ -120,3 +120,36 @@ def test_relu_helper_matches_maximum(dtype: type) -> None:
     np.testing.assert_array_equal(out, np.maximum(x, 0))  # NaN == NaN here; -0.0 == 0.0
     relu(x, x)  # in place
     np.testing.assert_array_equal(x, out)
+
+
+@pytest.mark.parametrize("trans_b", [False, True])
+def test_matmul_lanes_match_float64(tmp_path: Path, trans_b: bool) -> None:
+    """numThread 2: a large MatMul is split by rows over two lanes (BLAS at 1 thread); results as float64's."""
+    import onnx
+    from mnnpy.converter import convert
+
+    from mnnpy.interpreter import Interpreter
+
+    b_shape = [2, 256, 384] if trans_b else [2, 384, 256]
+    nodes = [h.make_node("Transpose", ["b"], ["bt"], perm=[0, 2, 1])] if trans_b else []
+    nodes.append(h.make_node("MatMul", ["a", "bt" if trans_b else "b"], ["y"]))
+    graph = h.make_graph(nodes, "m", [h.make_tensor_value_info("a", T.FLOAT, [2, 300, 384]),
+                                      h.make_tensor_value_info("b", T.FLOAT, b_shape)],
+                         [h.make_tensor_value_info("y", T.FLOAT, None)])
+    onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 13)]), str(tmp_path / "m.onnx"))
+    convert(tmp_path / "m.onnx", tmp_path / "m.mnn")
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((2, 300, 384)).astype(np.float32)
+    b = rng.standard_normal(b_shape).astype(np.float32)
+    want = a.astype(np.float64) @ (np.swapaxes(b, 1, 2) if trans_b else b).astype(np.float64)
+    got = {}
+    for threads in (1, 2):
+        interp = Interpreter(str(tmp_path / "m.mnn"))
+        session = interp.createSession({"numThread": threads})
+        interp.getSessionInput(session, "a").copyFrom(a)
+        interp.getSessionInput(session, "b").copyFrom(b)
+        interp.runSession(session)
+        got[threads] = interp.getSessionOutput(session).getNumpyData().copy()
+        algos = [c["algorithm"] for c in session.info()["commands"] if c["type"] in ("MatMul", "BatchMatMul")]
+        assert algos and all(("lanes" in x) == (threads == 2) for x in algos), algos
+        np.testing.assert_allclose(got[threads], want, rtol=1e-4, atol=1e-3)
