@@ -104,6 +104,32 @@ class QuantizeAlgo(object):
     WINOGRAD_AWARE = 2
 
 
+class FusedActivation(object):
+    kTfLiteActNone = 0
+    kTfLiteActRelu = 1
+    kTfLiteActRelu1 = 2
+    kTfLiteActRelu6 = 3
+    kTfLiteActTanh = 4
+    kTfLiteActSignBit = 5
+    kTfLiteActSigmoid = 6
+
+
+class ModeFormat(object):
+    TENSORFLOW = 0
+    TFLITE = 1
+
+
+class QuantizeMode(object):
+    MIN_COMBINED = 0
+    MIN_FIRST = 1
+    SCALED = 2
+
+
+class QuantizeRoundMode(object):
+    HALF_AWAY_FROM_ZERO = 0
+    HALF_TO_EVEN = 1
+
+
 class BinaryOpOperation(object):
     ADD = 0
     SUB = 1
@@ -198,6 +224,11 @@ class DepthToSpaceMode(object):
     CRD = 1
 
 
+class CropAndResizeMethod(object):
+    BILINEAR = 0
+    NEAREST = 1
+
+
 class SampleMode(object):
     BILINEAR = 0
     NEAREST = 1
@@ -208,6 +239,36 @@ class BorderMode(object):
     CLAMP = 1
     REFLECTION = 2
     CUBE = 3
+
+
+class ImageFormatType(object):
+    RGBA = 0
+    RGB = 1
+    BGR = 2
+    GRAY = 3
+    BGRA = 4
+    YCrCb = 5
+    YUV = 6
+    HSV = 7
+    XYZ = 8
+    BGR555 = 9
+    BGR565 = 10
+    YUV_NV21 = 11
+    YUV_NV12 = 12
+    YUV_I420 = 13
+    HSV_FULL = 14
+
+
+class FilterType(object):
+    NEAREST = 0
+    BILINEAR = 1
+    BICUBIC = 2
+
+
+class WrapType(object):
+    CLAMP_TO_EDGE = 0
+    ZERO = 1
+    REPEAT = 2
 
 
 class OpType(object):
@@ -1436,7 +1497,7 @@ class AttributeT(object):
         if self.tensor is not None:
             tensor = self.tensor.Pack(builder)
         if self.list is not None:
-            list = self.list.Pack(builder)
+            list_ = self.list.Pack(builder)
         if self.func is not None:
             func = self.func.Pack(builder)
         AttributeStart(builder)
@@ -1451,7 +1512,7 @@ class AttributeT(object):
         if self.tensor is not None:
             AttributeAddTensor(builder, tensor)
         if self.list is not None:
-            AttributeAddList(builder, list)
+            AttributeAddList(builder, list_)
         if self.func is not None:
             AttributeAddFunc(builder, func)
         attribute = AttributeEnd(builder)
@@ -1729,12 +1790,12 @@ class ListValueT(object):
             s = builder.EndVector()
         if self.i is not None:
             if np is not None and type(self.i) is np.ndarray:
-                i = builder.CreateNumpyVector(self.i)
+                i_ = builder.CreateNumpyVector(self.i)
             else:
                 ListValueStartIVector(builder, len(self.i))
                 for i in reversed(range(len(self.i))):
                     builder.PrependInt32(self.i[i])
-                i = builder.EndVector()
+                i_ = builder.EndVector()
         if self.f is not None:
             if np is not None and type(self.f) is np.ndarray:
                 f = builder.CreateNumpyVector(self.f)
@@ -1753,23 +1814,23 @@ class ListValueT(object):
                 b = builder.EndVector()
         if self.type is not None:
             if np is not None and type(self.type) is np.ndarray:
-                type = builder.CreateNumpyVector(self.type)
+                type_ = builder.CreateNumpyVector(self.type)
             else:
                 ListValueStartTypeVector(builder, len(self.type))
                 for i in reversed(range(len(self.type))):
                     builder.PrependInt32(self.type[i])
-                type = builder.EndVector()
+                type_ = builder.EndVector()
         ListValueStart(builder)
         if self.s is not None:
             ListValueAddS(builder, s)
         if self.i is not None:
-            ListValueAddI(builder, i)
+            ListValueAddI(builder, i_)
         if self.f is not None:
             ListValueAddF(builder, f)
         if self.b is not None:
             ListValueAddB(builder, b)
         if self.type is not None:
-            ListValueAddType(builder, type)
+            ListValueAddType(builder, type_)
         listValue = ListValueEnd(builder)
         return listValue
 
@@ -2051,8 +2112,8 @@ class InputT(object):
             InputAddDims(builder, dims)
         InputAddDtype(builder, self.dtype)
         InputAddDformat(builder, self.dformat)
-        input = InputEnd(builder)
-        return input
+        input_ = InputEnd(builder)
+        return input_
 
 
 class Convolution2DCommon(object):
@@ -6664,8 +6725,8 @@ class SliceT(object):
         if self.slicePoints is not None:
             SliceAddSlicePoints(builder, slicePoints)
         SliceAddSourceType(builder, self.sourceType)
-        slice = SliceEnd(builder)
-        return slice
+        slice_ = SliceEnd(builder)
+        return slice_
 
 
 class Reshape(object):
@@ -8784,6 +8845,2738 @@ class PriorBoxT(object):
         PriorBoxAddOffset(builder, self.offset)
         priorBox = PriorBoxEnd(builder)
         return priorBox
+
+
+class Proposal(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = Proposal()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsProposal(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # Proposal
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # Proposal
+    def FeatStride(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # Proposal
+    def BaseSize(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # Proposal
+    def PreNmsTopN(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # Proposal
+    def AfterNmsTopN(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # Proposal
+    def NmsThreshold(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 0.0
+
+    # Proposal
+    def MinSize(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(14))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # Proposal
+    def Ratios(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            obj = Blob()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+    # Proposal
+    def Scales(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            obj = Blob()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+    # Proposal
+    def Anchors(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            obj = Blob()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+def ProposalStart(builder):
+    builder.StartObject(9)
+
+def ProposalAddFeatStride(builder, featStride):
+    builder.PrependInt32Slot(0, featStride, 0)
+
+def ProposalAddBaseSize(builder, baseSize):
+    builder.PrependInt32Slot(1, baseSize, 0)
+
+def ProposalAddPreNmsTopN(builder, preNmsTopN):
+    builder.PrependInt32Slot(2, preNmsTopN, 0)
+
+def ProposalAddAfterNmsTopN(builder, afterNmsTopN):
+    builder.PrependInt32Slot(3, afterNmsTopN, 0)
+
+def ProposalAddNmsThreshold(builder, nmsThreshold):
+    builder.PrependFloat32Slot(4, nmsThreshold, 0.0)
+
+def ProposalAddMinSize(builder, minSize):
+    builder.PrependInt32Slot(5, minSize, 0)
+
+def ProposalAddRatios(builder, ratios):
+    builder.PrependUOffsetTRelativeSlot(6, flatbuffers.number_types.UOffsetTFlags.py_type(ratios), 0)
+
+def ProposalAddScales(builder, scales):
+    builder.PrependUOffsetTRelativeSlot(7, flatbuffers.number_types.UOffsetTFlags.py_type(scales), 0)
+
+def ProposalAddAnchors(builder, anchors):
+    builder.PrependUOffsetTRelativeSlot(8, flatbuffers.number_types.UOffsetTFlags.py_type(anchors), 0)
+
+def ProposalEnd(builder):
+    return builder.EndObject()
+
+
+try:
+    from typing import Optional
+except:
+    pass
+
+class ProposalT(object):
+
+    # ProposalT
+    def __init__(
+        self,
+        featStride = 0,
+        baseSize = 0,
+        preNmsTopN = 0,
+        afterNmsTopN = 0,
+        nmsThreshold = 0.0,
+        minSize = 0,
+        ratios = None,
+        scales = None,
+        anchors = None,
+    ):
+        self.featStride = featStride  # type: int
+        self.baseSize = baseSize  # type: int
+        self.preNmsTopN = preNmsTopN  # type: int
+        self.afterNmsTopN = afterNmsTopN  # type: int
+        self.nmsThreshold = nmsThreshold  # type: float
+        self.minSize = minSize  # type: int
+        self.ratios = ratios  # type: Optional[BlobT]
+        self.scales = scales  # type: Optional[BlobT]
+        self.anchors = anchors  # type: Optional[BlobT]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        proposal = Proposal()
+        proposal.Init(buf, pos)
+        return cls.InitFromObj(proposal)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, proposal):
+        x = ProposalT()
+        x._UnPack(proposal)
+        return x
+
+    # ProposalT
+    def _UnPack(self, proposal):
+        if proposal is None:
+            return
+        self.featStride = proposal.FeatStride()
+        self.baseSize = proposal.BaseSize()
+        self.preNmsTopN = proposal.PreNmsTopN()
+        self.afterNmsTopN = proposal.AfterNmsTopN()
+        self.nmsThreshold = proposal.NmsThreshold()
+        self.minSize = proposal.MinSize()
+        if proposal.Ratios() is not None:
+            self.ratios = BlobT.InitFromObj(proposal.Ratios())
+        if proposal.Scales() is not None:
+            self.scales = BlobT.InitFromObj(proposal.Scales())
+        if proposal.Anchors() is not None:
+            self.anchors = BlobT.InitFromObj(proposal.Anchors())
+
+    # ProposalT
+    def Pack(self, builder):
+        if self.ratios is not None:
+            ratios = self.ratios.Pack(builder)
+        if self.scales is not None:
+            scales = self.scales.Pack(builder)
+        if self.anchors is not None:
+            anchors = self.anchors.Pack(builder)
+        ProposalStart(builder)
+        ProposalAddFeatStride(builder, self.featStride)
+        ProposalAddBaseSize(builder, self.baseSize)
+        ProposalAddPreNmsTopN(builder, self.preNmsTopN)
+        ProposalAddAfterNmsTopN(builder, self.afterNmsTopN)
+        ProposalAddNmsThreshold(builder, self.nmsThreshold)
+        ProposalAddMinSize(builder, self.minSize)
+        if self.ratios is not None:
+            ProposalAddRatios(builder, ratios)
+        if self.scales is not None:
+            ProposalAddScales(builder, scales)
+        if self.anchors is not None:
+            ProposalAddAnchors(builder, anchors)
+        proposal = ProposalEnd(builder)
+        return proposal
+
+
+class EltwiseInt8(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = EltwiseInt8()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsEltwiseInt8(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # EltwiseInt8
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # EltwiseInt8
+    def Type(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int8Flags, o + self._tab.Pos)
+        return 0
+
+    # EltwiseInt8
+    def InputQuan0(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            obj = QuantizedFloatParam()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+    # EltwiseInt8
+    def InputQuan1(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            obj = QuantizedFloatParam()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+    # EltwiseInt8
+    def OutputQuan(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            obj = QuantizedFloatParam()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+def EltwiseInt8Start(builder):
+    builder.StartObject(4)
+
+def EltwiseInt8AddType(builder, type):
+    builder.PrependInt8Slot(0, type, 0)
+
+def EltwiseInt8AddInputQuan0(builder, inputQuan0):
+    builder.PrependUOffsetTRelativeSlot(1, flatbuffers.number_types.UOffsetTFlags.py_type(inputQuan0), 0)
+
+def EltwiseInt8AddInputQuan1(builder, inputQuan1):
+    builder.PrependUOffsetTRelativeSlot(2, flatbuffers.number_types.UOffsetTFlags.py_type(inputQuan1), 0)
+
+def EltwiseInt8AddOutputQuan(builder, outputQuan):
+    builder.PrependUOffsetTRelativeSlot(3, flatbuffers.number_types.UOffsetTFlags.py_type(outputQuan), 0)
+
+def EltwiseInt8End(builder):
+    return builder.EndObject()
+
+
+try:
+    from typing import Optional
+except:
+    pass
+
+class EltwiseInt8T(object):
+
+    # EltwiseInt8T
+    def __init__(
+        self,
+        type = 0,
+        inputQuan0 = None,
+        inputQuan1 = None,
+        outputQuan = None,
+    ):
+        self.type = type  # type: int
+        self.inputQuan0 = inputQuan0  # type: Optional[QuantizedFloatParamT]
+        self.inputQuan1 = inputQuan1  # type: Optional[QuantizedFloatParamT]
+        self.outputQuan = outputQuan  # type: Optional[QuantizedFloatParamT]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        eltwiseInt8 = EltwiseInt8()
+        eltwiseInt8.Init(buf, pos)
+        return cls.InitFromObj(eltwiseInt8)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, eltwiseInt8):
+        x = EltwiseInt8T()
+        x._UnPack(eltwiseInt8)
+        return x
+
+    # EltwiseInt8T
+    def _UnPack(self, eltwiseInt8):
+        if eltwiseInt8 is None:
+            return
+        self.type = eltwiseInt8.Type()
+        if eltwiseInt8.InputQuan0() is not None:
+            self.inputQuan0 = QuantizedFloatParamT.InitFromObj(eltwiseInt8.InputQuan0())
+        if eltwiseInt8.InputQuan1() is not None:
+            self.inputQuan1 = QuantizedFloatParamT.InitFromObj(eltwiseInt8.InputQuan1())
+        if eltwiseInt8.OutputQuan() is not None:
+            self.outputQuan = QuantizedFloatParamT.InitFromObj(eltwiseInt8.OutputQuan())
+
+    # EltwiseInt8T
+    def Pack(self, builder):
+        if self.inputQuan0 is not None:
+            inputQuan0 = self.inputQuan0.Pack(builder)
+        if self.inputQuan1 is not None:
+            inputQuan1 = self.inputQuan1.Pack(builder)
+        if self.outputQuan is not None:
+            outputQuan = self.outputQuan.Pack(builder)
+        EltwiseInt8Start(builder)
+        EltwiseInt8AddType(builder, self.type)
+        if self.inputQuan0 is not None:
+            EltwiseInt8AddInputQuan0(builder, inputQuan0)
+        if self.inputQuan1 is not None:
+            EltwiseInt8AddInputQuan1(builder, inputQuan1)
+        if self.outputQuan is not None:
+            EltwiseInt8AddOutputQuan(builder, outputQuan)
+        eltwiseInt8 = EltwiseInt8End(builder)
+        return eltwiseInt8
+
+
+class QuantizedParam(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = QuantizedParam()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsQuantizedParam(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # QuantizedParam
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # QuantizedParam
+    def ZeroPoint(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizedParam
+    def Scale(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 0.0
+
+def QuantizedParamStart(builder):
+    builder.StartObject(2)
+
+def QuantizedParamAddZeroPoint(builder, zeroPoint):
+    builder.PrependInt32Slot(0, zeroPoint, 0)
+
+def QuantizedParamAddScale(builder, scale):
+    builder.PrependFloat32Slot(1, scale, 0.0)
+
+def QuantizedParamEnd(builder):
+    return builder.EndObject()
+
+
+
+class QuantizedParamT(object):
+
+    # QuantizedParamT
+    def __init__(
+        self,
+        zeroPoint = 0,
+        scale = 0.0,
+    ):
+        self.zeroPoint = zeroPoint  # type: int
+        self.scale = scale  # type: float
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        quantizedParam = QuantizedParam()
+        quantizedParam.Init(buf, pos)
+        return cls.InitFromObj(quantizedParam)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, quantizedParam):
+        x = QuantizedParamT()
+        x._UnPack(quantizedParam)
+        return x
+
+    # QuantizedParamT
+    def _UnPack(self, quantizedParam):
+        if quantizedParam is None:
+            return
+        self.zeroPoint = quantizedParam.ZeroPoint()
+        self.scale = quantizedParam.Scale()
+
+    # QuantizedParamT
+    def Pack(self, builder):
+        QuantizedParamStart(builder)
+        QuantizedParamAddZeroPoint(builder, self.zeroPoint)
+        QuantizedParamAddScale(builder, self.scale)
+        quantizedParam = QuantizedParamEnd(builder)
+        return quantizedParam
+
+
+class QuantizedAdd(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = QuantizedAdd()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsQuantizedAdd(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # QuantizedAdd
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # QuantizedAdd
+    def ActivationType(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int8Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizedAdd
+    def Input1QuantizedParam(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            obj = QuantizedParam()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+    # QuantizedAdd
+    def Input2QuantizedParam(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            obj = QuantizedParam()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+    # QuantizedAdd
+    def OutputQuantizedParam(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            obj = QuantizedParam()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+def QuantizedAddStart(builder):
+    builder.StartObject(4)
+
+def QuantizedAddAddActivationType(builder, activationType):
+    builder.PrependInt8Slot(0, activationType, 0)
+
+def QuantizedAddAddInput1QuantizedParam(builder, input1QuantizedParam):
+    builder.PrependUOffsetTRelativeSlot(1, flatbuffers.number_types.UOffsetTFlags.py_type(input1QuantizedParam), 0)
+
+def QuantizedAddAddInput2QuantizedParam(builder, input2QuantizedParam):
+    builder.PrependUOffsetTRelativeSlot(2, flatbuffers.number_types.UOffsetTFlags.py_type(input2QuantizedParam), 0)
+
+def QuantizedAddAddOutputQuantizedParam(builder, outputQuantizedParam):
+    builder.PrependUOffsetTRelativeSlot(3, flatbuffers.number_types.UOffsetTFlags.py_type(outputQuantizedParam), 0)
+
+def QuantizedAddEnd(builder):
+    return builder.EndObject()
+
+
+try:
+    from typing import Optional
+except:
+    pass
+
+class QuantizedAddT(object):
+
+    # QuantizedAddT
+    def __init__(
+        self,
+        activationType = 0,
+        input1QuantizedParam = None,
+        input2QuantizedParam = None,
+        outputQuantizedParam = None,
+    ):
+        self.activationType = activationType  # type: int
+        self.input1QuantizedParam = input1QuantizedParam  # type: Optional[QuantizedParamT]
+        self.input2QuantizedParam = input2QuantizedParam  # type: Optional[QuantizedParamT]
+        self.outputQuantizedParam = outputQuantizedParam  # type: Optional[QuantizedParamT]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        quantizedAdd = QuantizedAdd()
+        quantizedAdd.Init(buf, pos)
+        return cls.InitFromObj(quantizedAdd)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, quantizedAdd):
+        x = QuantizedAddT()
+        x._UnPack(quantizedAdd)
+        return x
+
+    # QuantizedAddT
+    def _UnPack(self, quantizedAdd):
+        if quantizedAdd is None:
+            return
+        self.activationType = quantizedAdd.ActivationType()
+        if quantizedAdd.Input1QuantizedParam() is not None:
+            self.input1QuantizedParam = QuantizedParamT.InitFromObj(quantizedAdd.Input1QuantizedParam())
+        if quantizedAdd.Input2QuantizedParam() is not None:
+            self.input2QuantizedParam = QuantizedParamT.InitFromObj(quantizedAdd.Input2QuantizedParam())
+        if quantizedAdd.OutputQuantizedParam() is not None:
+            self.outputQuantizedParam = QuantizedParamT.InitFromObj(quantizedAdd.OutputQuantizedParam())
+
+    # QuantizedAddT
+    def Pack(self, builder):
+        if self.input1QuantizedParam is not None:
+            input1QuantizedParam = self.input1QuantizedParam.Pack(builder)
+        if self.input2QuantizedParam is not None:
+            input2QuantizedParam = self.input2QuantizedParam.Pack(builder)
+        if self.outputQuantizedParam is not None:
+            outputQuantizedParam = self.outputQuantizedParam.Pack(builder)
+        QuantizedAddStart(builder)
+        QuantizedAddAddActivationType(builder, self.activationType)
+        if self.input1QuantizedParam is not None:
+            QuantizedAddAddInput1QuantizedParam(builder, input1QuantizedParam)
+        if self.input2QuantizedParam is not None:
+            QuantizedAddAddInput2QuantizedParam(builder, input2QuantizedParam)
+        if self.outputQuantizedParam is not None:
+            QuantizedAddAddOutputQuantizedParam(builder, outputQuantizedParam)
+        quantizedAdd = QuantizedAddEnd(builder)
+        return quantizedAdd
+
+
+class Dequantize(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = Dequantize()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsDequantize(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # Dequantize
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # Dequantize
+    def InputQuantizedParam(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            obj = QuantizedParam()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+    # Dequantize
+    def Mode(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int8Flags, o + self._tab.Pos)
+        return 0
+
+    # Dequantize
+    def ModelFormat(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int8Flags, o + self._tab.Pos)
+        return 0
+
+    # Dequantize
+    def Type(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+def DequantizeStart(builder):
+    builder.StartObject(4)
+
+def DequantizeAddInputQuantizedParam(builder, inputQuantizedParam):
+    builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(inputQuantizedParam), 0)
+
+def DequantizeAddMode(builder, mode):
+    builder.PrependInt8Slot(1, mode, 0)
+
+def DequantizeAddModelFormat(builder, modelFormat):
+    builder.PrependInt8Slot(2, modelFormat, 0)
+
+def DequantizeAddType(builder, type):
+    builder.PrependInt32Slot(3, type, 0)
+
+def DequantizeEnd(builder):
+    return builder.EndObject()
+
+
+try:
+    from typing import Optional
+except:
+    pass
+
+class DequantizeT(object):
+
+    # DequantizeT
+    def __init__(
+        self,
+        inputQuantizedParam = None,
+        mode = 0,
+        modelFormat = 0,
+        type = 0,
+    ):
+        self.inputQuantizedParam = inputQuantizedParam  # type: Optional[QuantizedParamT]
+        self.mode = mode  # type: int
+        self.modelFormat = modelFormat  # type: int
+        self.type = type  # type: int
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        dequantize = Dequantize()
+        dequantize.Init(buf, pos)
+        return cls.InitFromObj(dequantize)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, dequantize):
+        x = DequantizeT()
+        x._UnPack(dequantize)
+        return x
+
+    # DequantizeT
+    def _UnPack(self, dequantize):
+        if dequantize is None:
+            return
+        if dequantize.InputQuantizedParam() is not None:
+            self.inputQuantizedParam = QuantizedParamT.InitFromObj(dequantize.InputQuantizedParam())
+        self.mode = dequantize.Mode()
+        self.modelFormat = dequantize.ModelFormat()
+        self.type = dequantize.Type()
+
+    # DequantizeT
+    def Pack(self, builder):
+        if self.inputQuantizedParam is not None:
+            inputQuantizedParam = self.inputQuantizedParam.Pack(builder)
+        DequantizeStart(builder)
+        if self.inputQuantizedParam is not None:
+            DequantizeAddInputQuantizedParam(builder, inputQuantizedParam)
+        DequantizeAddMode(builder, self.mode)
+        DequantizeAddModelFormat(builder, self.modelFormat)
+        DequantizeAddType(builder, self.type)
+        dequantize = DequantizeEnd(builder)
+        return dequantize
+
+
+class QuantizedAvgPool(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = QuantizedAvgPool()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsQuantizedAvgPool(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # QuantizedAvgPool
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # QuantizedAvgPool
+    def KernelX(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizedAvgPool
+    def KernelY(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizedAvgPool
+    def ModelFormat(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int8Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizedAvgPool
+    def OutputActivationMax(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizedAvgPool
+    def OutputActivationMin(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizedAvgPool
+    def PadType(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(14))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int8Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizedAvgPool
+    def PadX(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizedAvgPool
+    def PadY(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizedAvgPool
+    def StrideX(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizedAvgPool
+    def StrideY(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(22))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizedAvgPool
+    def Type(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(24))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+def QuantizedAvgPoolStart(builder):
+    builder.StartObject(11)
+
+def QuantizedAvgPoolAddKernelX(builder, kernelX):
+    builder.PrependInt32Slot(0, kernelX, 0)
+
+def QuantizedAvgPoolAddKernelY(builder, kernelY):
+    builder.PrependInt32Slot(1, kernelY, 0)
+
+def QuantizedAvgPoolAddModelFormat(builder, modelFormat):
+    builder.PrependInt8Slot(2, modelFormat, 0)
+
+def QuantizedAvgPoolAddOutputActivationMax(builder, outputActivationMax):
+    builder.PrependInt32Slot(3, outputActivationMax, 0)
+
+def QuantizedAvgPoolAddOutputActivationMin(builder, outputActivationMin):
+    builder.PrependInt32Slot(4, outputActivationMin, 0)
+
+def QuantizedAvgPoolAddPadType(builder, padType):
+    builder.PrependInt8Slot(5, padType, 0)
+
+def QuantizedAvgPoolAddPadX(builder, padX):
+    builder.PrependInt32Slot(6, padX, 0)
+
+def QuantizedAvgPoolAddPadY(builder, padY):
+    builder.PrependInt32Slot(7, padY, 0)
+
+def QuantizedAvgPoolAddStrideX(builder, strideX):
+    builder.PrependInt32Slot(8, strideX, 0)
+
+def QuantizedAvgPoolAddStrideY(builder, strideY):
+    builder.PrependInt32Slot(9, strideY, 0)
+
+def QuantizedAvgPoolAddType(builder, type):
+    builder.PrependInt32Slot(10, type, 0)
+
+def QuantizedAvgPoolEnd(builder):
+    return builder.EndObject()
+
+
+
+class QuantizedAvgPoolT(object):
+
+    # QuantizedAvgPoolT
+    def __init__(
+        self,
+        kernelX = 0,
+        kernelY = 0,
+        modelFormat = 0,
+        outputActivationMax = 0,
+        outputActivationMin = 0,
+        padType = 0,
+        padX = 0,
+        padY = 0,
+        strideX = 0,
+        strideY = 0,
+        type = 0,
+    ):
+        self.kernelX = kernelX  # type: int
+        self.kernelY = kernelY  # type: int
+        self.modelFormat = modelFormat  # type: int
+        self.outputActivationMax = outputActivationMax  # type: int
+        self.outputActivationMin = outputActivationMin  # type: int
+        self.padType = padType  # type: int
+        self.padX = padX  # type: int
+        self.padY = padY  # type: int
+        self.strideX = strideX  # type: int
+        self.strideY = strideY  # type: int
+        self.type = type  # type: int
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        quantizedAvgPool = QuantizedAvgPool()
+        quantizedAvgPool.Init(buf, pos)
+        return cls.InitFromObj(quantizedAvgPool)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, quantizedAvgPool):
+        x = QuantizedAvgPoolT()
+        x._UnPack(quantizedAvgPool)
+        return x
+
+    # QuantizedAvgPoolT
+    def _UnPack(self, quantizedAvgPool):
+        if quantizedAvgPool is None:
+            return
+        self.kernelX = quantizedAvgPool.KernelX()
+        self.kernelY = quantizedAvgPool.KernelY()
+        self.modelFormat = quantizedAvgPool.ModelFormat()
+        self.outputActivationMax = quantizedAvgPool.OutputActivationMax()
+        self.outputActivationMin = quantizedAvgPool.OutputActivationMin()
+        self.padType = quantizedAvgPool.PadType()
+        self.padX = quantizedAvgPool.PadX()
+        self.padY = quantizedAvgPool.PadY()
+        self.strideX = quantizedAvgPool.StrideX()
+        self.strideY = quantizedAvgPool.StrideY()
+        self.type = quantizedAvgPool.Type()
+
+    # QuantizedAvgPoolT
+    def Pack(self, builder):
+        QuantizedAvgPoolStart(builder)
+        QuantizedAvgPoolAddKernelX(builder, self.kernelX)
+        QuantizedAvgPoolAddKernelY(builder, self.kernelY)
+        QuantizedAvgPoolAddModelFormat(builder, self.modelFormat)
+        QuantizedAvgPoolAddOutputActivationMax(builder, self.outputActivationMax)
+        QuantizedAvgPoolAddOutputActivationMin(builder, self.outputActivationMin)
+        QuantizedAvgPoolAddPadType(builder, self.padType)
+        QuantizedAvgPoolAddPadX(builder, self.padX)
+        QuantizedAvgPoolAddPadY(builder, self.padY)
+        QuantizedAvgPoolAddStrideX(builder, self.strideX)
+        QuantizedAvgPoolAddStrideY(builder, self.strideY)
+        QuantizedAvgPoolAddType(builder, self.type)
+        quantizedAvgPool = QuantizedAvgPoolEnd(builder)
+        return quantizedAvgPool
+
+
+class QuantizedBiasAdd(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = QuantizedBiasAdd()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsQuantizedBiasAdd(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # QuantizedBiasAdd
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # QuantizedBiasAdd
+    def Bias(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 4))
+        return 0
+
+    # QuantizedBiasAdd
+    def BiasAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Int32Flags, o)
+        return 0
+
+    # QuantizedBiasAdd
+    def BiasLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # QuantizedBiasAdd
+    def BiasIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        return o == 0
+
+    # QuantizedBiasAdd
+    def InputType(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizedBiasAdd
+    def Max(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizedBiasAdd
+    def Min(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizedBiasAdd
+    def OutputType(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+def QuantizedBiasAddStart(builder):
+    builder.StartObject(5)
+
+def QuantizedBiasAddAddBias(builder, bias):
+    builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(bias), 0)
+
+def QuantizedBiasAddStartBiasVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
+
+def QuantizedBiasAddAddInputType(builder, inputType):
+    builder.PrependInt32Slot(1, inputType, 0)
+
+def QuantizedBiasAddAddMax(builder, max):
+    builder.PrependInt32Slot(2, max, 0)
+
+def QuantizedBiasAddAddMin(builder, min):
+    builder.PrependInt32Slot(3, min, 0)
+
+def QuantizedBiasAddAddOutputType(builder, outputType):
+    builder.PrependInt32Slot(4, outputType, 0)
+
+def QuantizedBiasAddEnd(builder):
+    return builder.EndObject()
+
+
+try:
+    from typing import List
+except:
+    pass
+
+class QuantizedBiasAddT(object):
+
+    # QuantizedBiasAddT
+    def __init__(
+        self,
+        bias = None,
+        inputType = 0,
+        max = 0,
+        min = 0,
+        outputType = 0,
+    ):
+        self.bias = bias  # type: Optional[List[int]]
+        self.inputType = inputType  # type: int
+        self.max = max  # type: int
+        self.min = min  # type: int
+        self.outputType = outputType  # type: int
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        quantizedBiasAdd = QuantizedBiasAdd()
+        quantizedBiasAdd.Init(buf, pos)
+        return cls.InitFromObj(quantizedBiasAdd)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, quantizedBiasAdd):
+        x = QuantizedBiasAddT()
+        x._UnPack(quantizedBiasAdd)
+        return x
+
+    # QuantizedBiasAddT
+    def _UnPack(self, quantizedBiasAdd):
+        if quantizedBiasAdd is None:
+            return
+        if not quantizedBiasAdd.BiasIsNone():
+            if np is None:
+                self.bias = []
+                for i in range(quantizedBiasAdd.BiasLength()):
+                    self.bias.append(quantizedBiasAdd.Bias(i))
+            else:
+                self.bias = quantizedBiasAdd.BiasAsNumpy()
+        self.inputType = quantizedBiasAdd.InputType()
+        self.max = quantizedBiasAdd.Max()
+        self.min = quantizedBiasAdd.Min()
+        self.outputType = quantizedBiasAdd.OutputType()
+
+    # QuantizedBiasAddT
+    def Pack(self, builder):
+        if self.bias is not None:
+            if np is not None and type(self.bias) is np.ndarray:
+                bias = builder.CreateNumpyVector(self.bias)
+            else:
+                QuantizedBiasAddStartBiasVector(builder, len(self.bias))
+                for i in reversed(range(len(self.bias))):
+                    builder.PrependInt32(self.bias[i])
+                bias = builder.EndVector()
+        QuantizedBiasAddStart(builder)
+        if self.bias is not None:
+            QuantizedBiasAddAddBias(builder, bias)
+        QuantizedBiasAddAddInputType(builder, self.inputType)
+        QuantizedBiasAddAddMax(builder, self.max)
+        QuantizedBiasAddAddMin(builder, self.min)
+        QuantizedBiasAddAddOutputType(builder, self.outputType)
+        quantizedBiasAdd = QuantizedBiasAddEnd(builder)
+        return quantizedBiasAdd
+
+
+class QuantizedConcat(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = QuantizedConcat()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsQuantizedConcat(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # QuantizedConcat
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # QuantizedConcat
+    def ActivationType(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int8Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizedConcat
+    def Axis(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizedConcat
+    def InputScale(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 4))
+        return 0
+
+    # QuantizedConcat
+    def InputScaleAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Float32Flags, o)
+        return 0
+
+    # QuantizedConcat
+    def InputScaleLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # QuantizedConcat
+    def InputScaleIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        return o == 0
+
+    # QuantizedConcat
+    def InputZeroPoint(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 4))
+        return 0
+
+    # QuantizedConcat
+    def InputZeroPointAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Int32Flags, o)
+        return 0
+
+    # QuantizedConcat
+    def InputZeroPointLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # QuantizedConcat
+    def InputZeroPointIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        return o == 0
+
+    # QuantizedConcat
+    def OutputQuantizedParam(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            obj = QuantizedParam()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+def QuantizedConcatStart(builder):
+    builder.StartObject(5)
+
+def QuantizedConcatAddActivationType(builder, activationType):
+    builder.PrependInt8Slot(0, activationType, 0)
+
+def QuantizedConcatAddAxis(builder, axis):
+    builder.PrependInt32Slot(1, axis, 0)
+
+def QuantizedConcatAddInputScale(builder, inputScale):
+    builder.PrependUOffsetTRelativeSlot(2, flatbuffers.number_types.UOffsetTFlags.py_type(inputScale), 0)
+
+def QuantizedConcatStartInputScaleVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
+
+def QuantizedConcatAddInputZeroPoint(builder, inputZeroPoint):
+    builder.PrependUOffsetTRelativeSlot(3, flatbuffers.number_types.UOffsetTFlags.py_type(inputZeroPoint), 0)
+
+def QuantizedConcatStartInputZeroPointVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
+
+def QuantizedConcatAddOutputQuantizedParam(builder, outputQuantizedParam):
+    builder.PrependUOffsetTRelativeSlot(4, flatbuffers.number_types.UOffsetTFlags.py_type(outputQuantizedParam), 0)
+
+def QuantizedConcatEnd(builder):
+    return builder.EndObject()
+
+
+try:
+    from typing import List, Optional
+except:
+    pass
+
+class QuantizedConcatT(object):
+
+    # QuantizedConcatT
+    def __init__(
+        self,
+        activationType = 0,
+        axis = 0,
+        inputScale = None,
+        inputZeroPoint = None,
+        outputQuantizedParam = None,
+    ):
+        self.activationType = activationType  # type: int
+        self.axis = axis  # type: int
+        self.inputScale = inputScale  # type: Optional[List[float]]
+        self.inputZeroPoint = inputZeroPoint  # type: Optional[List[int]]
+        self.outputQuantizedParam = outputQuantizedParam  # type: Optional[QuantizedParamT]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        quantizedConcat = QuantizedConcat()
+        quantizedConcat.Init(buf, pos)
+        return cls.InitFromObj(quantizedConcat)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, quantizedConcat):
+        x = QuantizedConcatT()
+        x._UnPack(quantizedConcat)
+        return x
+
+    # QuantizedConcatT
+    def _UnPack(self, quantizedConcat):
+        if quantizedConcat is None:
+            return
+        self.activationType = quantizedConcat.ActivationType()
+        self.axis = quantizedConcat.Axis()
+        if not quantizedConcat.InputScaleIsNone():
+            if np is None:
+                self.inputScale = []
+                for i in range(quantizedConcat.InputScaleLength()):
+                    self.inputScale.append(quantizedConcat.InputScale(i))
+            else:
+                self.inputScale = quantizedConcat.InputScaleAsNumpy()
+        if not quantizedConcat.InputZeroPointIsNone():
+            if np is None:
+                self.inputZeroPoint = []
+                for i in range(quantizedConcat.InputZeroPointLength()):
+                    self.inputZeroPoint.append(quantizedConcat.InputZeroPoint(i))
+            else:
+                self.inputZeroPoint = quantizedConcat.InputZeroPointAsNumpy()
+        if quantizedConcat.OutputQuantizedParam() is not None:
+            self.outputQuantizedParam = QuantizedParamT.InitFromObj(quantizedConcat.OutputQuantizedParam())
+
+    # QuantizedConcatT
+    def Pack(self, builder):
+        if self.inputScale is not None:
+            if np is not None and type(self.inputScale) is np.ndarray:
+                inputScale = builder.CreateNumpyVector(self.inputScale)
+            else:
+                QuantizedConcatStartInputScaleVector(builder, len(self.inputScale))
+                for i in reversed(range(len(self.inputScale))):
+                    builder.PrependFloat32(self.inputScale[i])
+                inputScale = builder.EndVector()
+        if self.inputZeroPoint is not None:
+            if np is not None and type(self.inputZeroPoint) is np.ndarray:
+                inputZeroPoint = builder.CreateNumpyVector(self.inputZeroPoint)
+            else:
+                QuantizedConcatStartInputZeroPointVector(builder, len(self.inputZeroPoint))
+                for i in reversed(range(len(self.inputZeroPoint))):
+                    builder.PrependInt32(self.inputZeroPoint[i])
+                inputZeroPoint = builder.EndVector()
+        if self.outputQuantizedParam is not None:
+            outputQuantizedParam = self.outputQuantizedParam.Pack(builder)
+        QuantizedConcatStart(builder)
+        QuantizedConcatAddActivationType(builder, self.activationType)
+        QuantizedConcatAddAxis(builder, self.axis)
+        if self.inputScale is not None:
+            QuantizedConcatAddInputScale(builder, inputScale)
+        if self.inputZeroPoint is not None:
+            QuantizedConcatAddInputZeroPoint(builder, inputZeroPoint)
+        if self.outputQuantizedParam is not None:
+            QuantizedConcatAddOutputQuantizedParam(builder, outputQuantizedParam)
+        quantizedConcat = QuantizedConcatEnd(builder)
+        return quantizedConcat
+
+
+class QuantizedLogistic(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = QuantizedLogistic()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsQuantizedLogistic(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # QuantizedLogistic
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # QuantizedLogistic
+    def InputQuantizedParam(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            obj = QuantizedParam()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+    # QuantizedLogistic
+    def OutputQuantizedParam(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            obj = QuantizedParam()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+def QuantizedLogisticStart(builder):
+    builder.StartObject(2)
+
+def QuantizedLogisticAddInputQuantizedParam(builder, inputQuantizedParam):
+    builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(inputQuantizedParam), 0)
+
+def QuantizedLogisticAddOutputQuantizedParam(builder, outputQuantizedParam):
+    builder.PrependUOffsetTRelativeSlot(1, flatbuffers.number_types.UOffsetTFlags.py_type(outputQuantizedParam), 0)
+
+def QuantizedLogisticEnd(builder):
+    return builder.EndObject()
+
+
+try:
+    from typing import Optional
+except:
+    pass
+
+class QuantizedLogisticT(object):
+
+    # QuantizedLogisticT
+    def __init__(
+        self,
+        inputQuantizedParam = None,
+        outputQuantizedParam = None,
+    ):
+        self.inputQuantizedParam = inputQuantizedParam  # type: Optional[QuantizedParamT]
+        self.outputQuantizedParam = outputQuantizedParam  # type: Optional[QuantizedParamT]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        quantizedLogistic = QuantizedLogistic()
+        quantizedLogistic.Init(buf, pos)
+        return cls.InitFromObj(quantizedLogistic)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, quantizedLogistic):
+        x = QuantizedLogisticT()
+        x._UnPack(quantizedLogistic)
+        return x
+
+    # QuantizedLogisticT
+    def _UnPack(self, quantizedLogistic):
+        if quantizedLogistic is None:
+            return
+        if quantizedLogistic.InputQuantizedParam() is not None:
+            self.inputQuantizedParam = QuantizedParamT.InitFromObj(quantizedLogistic.InputQuantizedParam())
+        if quantizedLogistic.OutputQuantizedParam() is not None:
+            self.outputQuantizedParam = QuantizedParamT.InitFromObj(quantizedLogistic.OutputQuantizedParam())
+
+    # QuantizedLogisticT
+    def Pack(self, builder):
+        if self.inputQuantizedParam is not None:
+            inputQuantizedParam = self.inputQuantizedParam.Pack(builder)
+        if self.outputQuantizedParam is not None:
+            outputQuantizedParam = self.outputQuantizedParam.Pack(builder)
+        QuantizedLogisticStart(builder)
+        if self.inputQuantizedParam is not None:
+            QuantizedLogisticAddInputQuantizedParam(builder, inputQuantizedParam)
+        if self.outputQuantizedParam is not None:
+            QuantizedLogisticAddOutputQuantizedParam(builder, outputQuantizedParam)
+        quantizedLogistic = QuantizedLogisticEnd(builder)
+        return quantizedLogistic
+
+
+class QuantizedMatMul(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = QuantizedMatMul()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsQuantizedMatMul(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # QuantizedMatMul
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # QuantizedMatMul
+    def TransposeA(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+    # QuantizedMatMul
+    def TransposeB(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+def QuantizedMatMulStart(builder):
+    builder.StartObject(2)
+
+def QuantizedMatMulAddTransposeA(builder, transposeA):
+    builder.PrependBoolSlot(0, transposeA, 0)
+
+def QuantizedMatMulAddTransposeB(builder, transposeB):
+    builder.PrependBoolSlot(1, transposeB, 0)
+
+def QuantizedMatMulEnd(builder):
+    return builder.EndObject()
+
+
+
+class QuantizedMatMulT(object):
+
+    # QuantizedMatMulT
+    def __init__(
+        self,
+        transposeA = False,
+        transposeB = False,
+    ):
+        self.transposeA = transposeA  # type: bool
+        self.transposeB = transposeB  # type: bool
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        quantizedMatMul = QuantizedMatMul()
+        quantizedMatMul.Init(buf, pos)
+        return cls.InitFromObj(quantizedMatMul)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, quantizedMatMul):
+        x = QuantizedMatMulT()
+        x._UnPack(quantizedMatMul)
+        return x
+
+    # QuantizedMatMulT
+    def _UnPack(self, quantizedMatMul):
+        if quantizedMatMul is None:
+            return
+        self.transposeA = quantizedMatMul.TransposeA()
+        self.transposeB = quantizedMatMul.TransposeB()
+
+    # QuantizedMatMulT
+    def Pack(self, builder):
+        QuantizedMatMulStart(builder)
+        QuantizedMatMulAddTransposeA(builder, self.transposeA)
+        QuantizedMatMulAddTransposeB(builder, self.transposeB)
+        quantizedMatMul = QuantizedMatMulEnd(builder)
+        return quantizedMatMul
+
+
+class QuantizedMaxPool(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = QuantizedMaxPool()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsQuantizedMaxPool(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # QuantizedMaxPool
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # QuantizedMaxPool
+    def KernelX(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizedMaxPool
+    def KernelY(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizedMaxPool
+    def ModelFormat(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int8Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizedMaxPool
+    def OutputActivationMax(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizedMaxPool
+    def OutputActivationMin(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizedMaxPool
+    def PadType(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(14))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int8Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizedMaxPool
+    def PadX(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizedMaxPool
+    def PadY(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizedMaxPool
+    def StrideX(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizedMaxPool
+    def StrideY(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(22))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizedMaxPool
+    def Type(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(24))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+def QuantizedMaxPoolStart(builder):
+    builder.StartObject(11)
+
+def QuantizedMaxPoolAddKernelX(builder, kernelX):
+    builder.PrependInt32Slot(0, kernelX, 0)
+
+def QuantizedMaxPoolAddKernelY(builder, kernelY):
+    builder.PrependInt32Slot(1, kernelY, 0)
+
+def QuantizedMaxPoolAddModelFormat(builder, modelFormat):
+    builder.PrependInt8Slot(2, modelFormat, 0)
+
+def QuantizedMaxPoolAddOutputActivationMax(builder, outputActivationMax):
+    builder.PrependInt32Slot(3, outputActivationMax, 0)
+
+def QuantizedMaxPoolAddOutputActivationMin(builder, outputActivationMin):
+    builder.PrependInt32Slot(4, outputActivationMin, 0)
+
+def QuantizedMaxPoolAddPadType(builder, padType):
+    builder.PrependInt8Slot(5, padType, 0)
+
+def QuantizedMaxPoolAddPadX(builder, padX):
+    builder.PrependInt32Slot(6, padX, 0)
+
+def QuantizedMaxPoolAddPadY(builder, padY):
+    builder.PrependInt32Slot(7, padY, 0)
+
+def QuantizedMaxPoolAddStrideX(builder, strideX):
+    builder.PrependInt32Slot(8, strideX, 0)
+
+def QuantizedMaxPoolAddStrideY(builder, strideY):
+    builder.PrependInt32Slot(9, strideY, 0)
+
+def QuantizedMaxPoolAddType(builder, type):
+    builder.PrependInt32Slot(10, type, 0)
+
+def QuantizedMaxPoolEnd(builder):
+    return builder.EndObject()
+
+
+
+class QuantizedMaxPoolT(object):
+
+    # QuantizedMaxPoolT
+    def __init__(
+        self,
+        kernelX = 0,
+        kernelY = 0,
+        modelFormat = 0,
+        outputActivationMax = 0,
+        outputActivationMin = 0,
+        padType = 0,
+        padX = 0,
+        padY = 0,
+        strideX = 0,
+        strideY = 0,
+        type = 0,
+    ):
+        self.kernelX = kernelX  # type: int
+        self.kernelY = kernelY  # type: int
+        self.modelFormat = modelFormat  # type: int
+        self.outputActivationMax = outputActivationMax  # type: int
+        self.outputActivationMin = outputActivationMin  # type: int
+        self.padType = padType  # type: int
+        self.padX = padX  # type: int
+        self.padY = padY  # type: int
+        self.strideX = strideX  # type: int
+        self.strideY = strideY  # type: int
+        self.type = type  # type: int
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        quantizedMaxPool = QuantizedMaxPool()
+        quantizedMaxPool.Init(buf, pos)
+        return cls.InitFromObj(quantizedMaxPool)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, quantizedMaxPool):
+        x = QuantizedMaxPoolT()
+        x._UnPack(quantizedMaxPool)
+        return x
+
+    # QuantizedMaxPoolT
+    def _UnPack(self, quantizedMaxPool):
+        if quantizedMaxPool is None:
+            return
+        self.kernelX = quantizedMaxPool.KernelX()
+        self.kernelY = quantizedMaxPool.KernelY()
+        self.modelFormat = quantizedMaxPool.ModelFormat()
+        self.outputActivationMax = quantizedMaxPool.OutputActivationMax()
+        self.outputActivationMin = quantizedMaxPool.OutputActivationMin()
+        self.padType = quantizedMaxPool.PadType()
+        self.padX = quantizedMaxPool.PadX()
+        self.padY = quantizedMaxPool.PadY()
+        self.strideX = quantizedMaxPool.StrideX()
+        self.strideY = quantizedMaxPool.StrideY()
+        self.type = quantizedMaxPool.Type()
+
+    # QuantizedMaxPoolT
+    def Pack(self, builder):
+        QuantizedMaxPoolStart(builder)
+        QuantizedMaxPoolAddKernelX(builder, self.kernelX)
+        QuantizedMaxPoolAddKernelY(builder, self.kernelY)
+        QuantizedMaxPoolAddModelFormat(builder, self.modelFormat)
+        QuantizedMaxPoolAddOutputActivationMax(builder, self.outputActivationMax)
+        QuantizedMaxPoolAddOutputActivationMin(builder, self.outputActivationMin)
+        QuantizedMaxPoolAddPadType(builder, self.padType)
+        QuantizedMaxPoolAddPadX(builder, self.padX)
+        QuantizedMaxPoolAddPadY(builder, self.padY)
+        QuantizedMaxPoolAddStrideX(builder, self.strideX)
+        QuantizedMaxPoolAddStrideY(builder, self.strideY)
+        QuantizedMaxPoolAddType(builder, self.type)
+        quantizedMaxPool = QuantizedMaxPoolEnd(builder)
+        return quantizedMaxPool
+
+
+class QuantizedRelu(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = QuantizedRelu()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsQuantizedRelu(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # QuantizedRelu
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # QuantizedRelu
+    def Type(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+def QuantizedReluStart(builder):
+    builder.StartObject(1)
+
+def QuantizedReluAddType(builder, type):
+    builder.PrependInt32Slot(0, type, 0)
+
+def QuantizedReluEnd(builder):
+    return builder.EndObject()
+
+
+
+class QuantizedReluT(object):
+
+    # QuantizedReluT
+    def __init__(
+        self,
+        type = 0,
+    ):
+        self.type = type  # type: int
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        quantizedRelu = QuantizedRelu()
+        quantizedRelu.Init(buf, pos)
+        return cls.InitFromObj(quantizedRelu)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, quantizedRelu):
+        x = QuantizedReluT()
+        x._UnPack(quantizedRelu)
+        return x
+
+    # QuantizedReluT
+    def _UnPack(self, quantizedRelu):
+        if quantizedRelu is None:
+            return
+        self.type = quantizedRelu.Type()
+
+    # QuantizedReluT
+    def Pack(self, builder):
+        QuantizedReluStart(builder)
+        QuantizedReluAddType(builder, self.type)
+        quantizedRelu = QuantizedReluEnd(builder)
+        return quantizedRelu
+
+
+class QuantizedRelu6(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = QuantizedRelu6()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsQuantizedRelu6(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # QuantizedRelu6
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # QuantizedRelu6
+    def Type(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+def QuantizedRelu6Start(builder):
+    builder.StartObject(1)
+
+def QuantizedRelu6AddType(builder, type):
+    builder.PrependInt32Slot(0, type, 0)
+
+def QuantizedRelu6End(builder):
+    return builder.EndObject()
+
+
+
+class QuantizedRelu6T(object):
+
+    # QuantizedRelu6T
+    def __init__(
+        self,
+        type = 0,
+    ):
+        self.type = type  # type: int
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        quantizedRelu6 = QuantizedRelu6()
+        quantizedRelu6.Init(buf, pos)
+        return cls.InitFromObj(quantizedRelu6)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, quantizedRelu6):
+        x = QuantizedRelu6T()
+        x._UnPack(quantizedRelu6)
+        return x
+
+    # QuantizedRelu6T
+    def _UnPack(self, quantizedRelu6):
+        if quantizedRelu6 is None:
+            return
+        self.type = quantizedRelu6.Type()
+
+    # QuantizedRelu6T
+    def Pack(self, builder):
+        QuantizedRelu6Start(builder)
+        QuantizedRelu6AddType(builder, self.type)
+        quantizedRelu6 = QuantizedRelu6End(builder)
+        return quantizedRelu6
+
+
+class QuantizedReshape(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = QuantizedReshape()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsQuantizedReshape(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # QuantizedReshape
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # QuantizedReshape
+    def Dims(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 4))
+        return 0
+
+    # QuantizedReshape
+    def DimsAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Int32Flags, o)
+        return 0
+
+    # QuantizedReshape
+    def DimsLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # QuantizedReshape
+    def DimsIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        return o == 0
+
+    # QuantizedReshape
+    def ModelFormat(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int8Flags, o + self._tab.Pos)
+        return 0
+
+def QuantizedReshapeStart(builder):
+    builder.StartObject(2)
+
+def QuantizedReshapeAddDims(builder, dims):
+    builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(dims), 0)
+
+def QuantizedReshapeStartDimsVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
+
+def QuantizedReshapeAddModelFormat(builder, modelFormat):
+    builder.PrependInt8Slot(1, modelFormat, 0)
+
+def QuantizedReshapeEnd(builder):
+    return builder.EndObject()
+
+
+try:
+    from typing import List
+except:
+    pass
+
+class QuantizedReshapeT(object):
+
+    # QuantizedReshapeT
+    def __init__(
+        self,
+        dims = None,
+        modelFormat = 0,
+    ):
+        self.dims = dims  # type: Optional[List[int]]
+        self.modelFormat = modelFormat  # type: int
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        quantizedReshape = QuantizedReshape()
+        quantizedReshape.Init(buf, pos)
+        return cls.InitFromObj(quantizedReshape)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, quantizedReshape):
+        x = QuantizedReshapeT()
+        x._UnPack(quantizedReshape)
+        return x
+
+    # QuantizedReshapeT
+    def _UnPack(self, quantizedReshape):
+        if quantizedReshape is None:
+            return
+        if not quantizedReshape.DimsIsNone():
+            if np is None:
+                self.dims = []
+                for i in range(quantizedReshape.DimsLength()):
+                    self.dims.append(quantizedReshape.Dims(i))
+            else:
+                self.dims = quantizedReshape.DimsAsNumpy()
+        self.modelFormat = quantizedReshape.ModelFormat()
+
+    # QuantizedReshapeT
+    def Pack(self, builder):
+        if self.dims is not None:
+            if np is not None and type(self.dims) is np.ndarray:
+                dims = builder.CreateNumpyVector(self.dims)
+            else:
+                QuantizedReshapeStartDimsVector(builder, len(self.dims))
+                for i in reversed(range(len(self.dims))):
+                    builder.PrependInt32(self.dims[i])
+                dims = builder.EndVector()
+        QuantizedReshapeStart(builder)
+        if self.dims is not None:
+            QuantizedReshapeAddDims(builder, dims)
+        QuantizedReshapeAddModelFormat(builder, self.modelFormat)
+        quantizedReshape = QuantizedReshapeEnd(builder)
+        return quantizedReshape
+
+
+class QuantizedSoftmax(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = QuantizedSoftmax()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsQuantizedSoftmax(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # QuantizedSoftmax
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # QuantizedSoftmax
+    def Beta(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 0.0
+
+    # QuantizedSoftmax
+    def InputScale(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 0.0
+
+def QuantizedSoftmaxStart(builder):
+    builder.StartObject(2)
+
+def QuantizedSoftmaxAddBeta(builder, beta):
+    builder.PrependFloat32Slot(0, beta, 0.0)
+
+def QuantizedSoftmaxAddInputScale(builder, inputScale):
+    builder.PrependFloat32Slot(1, inputScale, 0.0)
+
+def QuantizedSoftmaxEnd(builder):
+    return builder.EndObject()
+
+
+
+class QuantizedSoftmaxT(object):
+
+    # QuantizedSoftmaxT
+    def __init__(
+        self,
+        beta = 0.0,
+        inputScale = 0.0,
+    ):
+        self.beta = beta  # type: float
+        self.inputScale = inputScale  # type: float
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        quantizedSoftmax = QuantizedSoftmax()
+        quantizedSoftmax.Init(buf, pos)
+        return cls.InitFromObj(quantizedSoftmax)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, quantizedSoftmax):
+        x = QuantizedSoftmaxT()
+        x._UnPack(quantizedSoftmax)
+        return x
+
+    # QuantizedSoftmaxT
+    def _UnPack(self, quantizedSoftmax):
+        if quantizedSoftmax is None:
+            return
+        self.beta = quantizedSoftmax.Beta()
+        self.inputScale = quantizedSoftmax.InputScale()
+
+    # QuantizedSoftmaxT
+    def Pack(self, builder):
+        QuantizedSoftmaxStart(builder)
+        QuantizedSoftmaxAddBeta(builder, self.beta)
+        QuantizedSoftmaxAddInputScale(builder, self.inputScale)
+        quantizedSoftmax = QuantizedSoftmaxEnd(builder)
+        return quantizedSoftmax
+
+
+class QuantizeV2(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = QuantizeV2()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsQuantizeV2(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # QuantizeV2
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # QuantizeV2
+    def Type(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizeV2
+    def Mode(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int8Flags, o + self._tab.Pos)
+        return 0
+
+    # QuantizeV2
+    def RoundMode(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int8Flags, o + self._tab.Pos)
+        return 0
+
+def QuantizeV2Start(builder):
+    builder.StartObject(3)
+
+def QuantizeV2AddType(builder, type):
+    builder.PrependInt32Slot(0, type, 0)
+
+def QuantizeV2AddMode(builder, mode):
+    builder.PrependInt8Slot(1, mode, 0)
+
+def QuantizeV2AddRoundMode(builder, roundMode):
+    builder.PrependInt8Slot(2, roundMode, 0)
+
+def QuantizeV2End(builder):
+    return builder.EndObject()
+
+
+
+class QuantizeV2T(object):
+
+    # QuantizeV2T
+    def __init__(
+        self,
+        type = 0,
+        mode = 0,
+        roundMode = 0,
+    ):
+        self.type = type  # type: int
+        self.mode = mode  # type: int
+        self.roundMode = roundMode  # type: int
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        quantizeV2 = QuantizeV2()
+        quantizeV2.Init(buf, pos)
+        return cls.InitFromObj(quantizeV2)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, quantizeV2):
+        x = QuantizeV2T()
+        x._UnPack(quantizeV2)
+        return x
+
+    # QuantizeV2T
+    def _UnPack(self, quantizeV2):
+        if quantizeV2 is None:
+            return
+        self.type = quantizeV2.Type()
+        self.mode = quantizeV2.Mode()
+        self.roundMode = quantizeV2.RoundMode()
+
+    # QuantizeV2T
+    def Pack(self, builder):
+        QuantizeV2Start(builder)
+        QuantizeV2AddType(builder, self.type)
+        QuantizeV2AddMode(builder, self.mode)
+        QuantizeV2AddRoundMode(builder, self.roundMode)
+        quantizeV2 = QuantizeV2End(builder)
+        return quantizeV2
+
+
+class RequantizationRange(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = RequantizationRange()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsRequantizationRange(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # RequantizationRange
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+def RequantizationRangeStart(builder):
+    builder.StartObject(0)
+
+def RequantizationRangeEnd(builder):
+    return builder.EndObject()
+
+
+
+class RequantizationRangeT(object):
+
+    # RequantizationRangeT
+    def __init__(
+        self,
+    ):
+        pass
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        requantizationRange = RequantizationRange()
+        requantizationRange.Init(buf, pos)
+        return cls.InitFromObj(requantizationRange)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, requantizationRange):
+        x = RequantizationRangeT()
+        x._UnPack(requantizationRange)
+        return x
+
+    # RequantizationRangeT
+    def _UnPack(self, requantizationRange):
+        if requantizationRange is None:
+            return
+
+    # RequantizationRangeT
+    def Pack(self, builder):
+        RequantizationRangeStart(builder)
+        requantizationRange = RequantizationRangeEnd(builder)
+        return requantizationRange
+
+
+class Requantize(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = Requantize()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsRequantize(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # Requantize
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+def RequantizeStart(builder):
+    builder.StartObject(0)
+
+def RequantizeEnd(builder):
+    return builder.EndObject()
+
+
+
+class RequantizeT(object):
+
+    # RequantizeT
+    def __init__(
+        self,
+    ):
+        pass
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        requantize = Requantize()
+        requantize.Init(buf, pos)
+        return cls.InitFromObj(requantize)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, requantize):
+        x = RequantizeT()
+        x._UnPack(requantize)
+        return x
+
+    # RequantizeT
+    def _UnPack(self, requantize):
+        if requantize is None:
+            return
+
+    # RequantizeT
+    def Pack(self, builder):
+        RequantizeStart(builder)
+        requantize = RequantizeEnd(builder)
+        return requantize
+
+
+class TfQuantizedConv2D(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = TfQuantizedConv2D()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsTfQuantizedConv2D(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # TfQuantizedConv2D
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # TfQuantizedConv2D
+    def Bias(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 4))
+        return 0
+
+    # TfQuantizedConv2D
+    def BiasAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Int32Flags, o)
+        return 0
+
+    # TfQuantizedConv2D
+    def BiasLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # TfQuantizedConv2D
+    def BiasIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        return o == 0
+
+    # TfQuantizedConv2D
+    def Biasflag(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+    # TfQuantizedConv2D
+    def Common(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            obj = Convolution2DCommon()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+    # TfQuantizedConv2D
+    def Weight(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Uint8Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 1))
+        return 0
+
+    # TfQuantizedConv2D
+    def WeightAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Uint8Flags, o)
+        return 0
+
+    # TfQuantizedConv2D
+    def WeightLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # TfQuantizedConv2D
+    def WeightIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        return o == 0
+
+    # TfQuantizedConv2D
+    def ActivationType(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int8Flags, o + self._tab.Pos)
+        return 0
+
+    # TfQuantizedConv2D
+    def Multiplier(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(14))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # TfQuantizedConv2D
+    def OutMax(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # TfQuantizedConv2D
+    def OutMin(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # TfQuantizedConv2D
+    def Shift(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # TfQuantizedConv2D
+    def BiasQuantizedParam(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(22))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            obj = QuantizedParam()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+    # TfQuantizedConv2D
+    def DepthMultiplier(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(24))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # TfQuantizedConv2D
+    def FilterQuantizedParam(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(26))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            obj = QuantizedParam()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+    # TfQuantizedConv2D
+    def InputQuantizedParam(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(28))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            obj = QuantizedParam()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+    # TfQuantizedConv2D
+    def ModelFormat(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(30))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int8Flags, o + self._tab.Pos)
+        return 0
+
+    # TfQuantizedConv2D
+    def OutputQuantizedParam(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(32))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            obj = QuantizedParam()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+def TfQuantizedConv2DStart(builder):
+    builder.StartObject(15)
+
+def TfQuantizedConv2DAddBias(builder, bias):
+    builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(bias), 0)
+
+def TfQuantizedConv2DStartBiasVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
+
+def TfQuantizedConv2DAddBiasflag(builder, biasflag):
+    builder.PrependBoolSlot(1, biasflag, 0)
+
+def TfQuantizedConv2DAddCommon(builder, common):
+    builder.PrependUOffsetTRelativeSlot(2, flatbuffers.number_types.UOffsetTFlags.py_type(common), 0)
+
+def TfQuantizedConv2DAddWeight(builder, weight):
+    builder.PrependUOffsetTRelativeSlot(3, flatbuffers.number_types.UOffsetTFlags.py_type(weight), 0)
+
+def TfQuantizedConv2DStartWeightVector(builder, numElems):
+    return builder.StartVector(1, numElems, 1)
+
+def TfQuantizedConv2DAddActivationType(builder, activationType):
+    builder.PrependInt8Slot(4, activationType, 0)
+
+def TfQuantizedConv2DAddMultiplier(builder, multiplier):
+    builder.PrependInt32Slot(5, multiplier, 0)
+
+def TfQuantizedConv2DAddOutMax(builder, outMax):
+    builder.PrependInt32Slot(6, outMax, 0)
+
+def TfQuantizedConv2DAddOutMin(builder, outMin):
+    builder.PrependInt32Slot(7, outMin, 0)
+
+def TfQuantizedConv2DAddShift(builder, shift):
+    builder.PrependInt32Slot(8, shift, 0)
+
+def TfQuantizedConv2DAddBiasQuantizedParam(builder, biasQuantizedParam):
+    builder.PrependUOffsetTRelativeSlot(9, flatbuffers.number_types.UOffsetTFlags.py_type(biasQuantizedParam), 0)
+
+def TfQuantizedConv2DAddDepthMultiplier(builder, depthMultiplier):
+    builder.PrependInt32Slot(10, depthMultiplier, 0)
+
+def TfQuantizedConv2DAddFilterQuantizedParam(builder, filterQuantizedParam):
+    builder.PrependUOffsetTRelativeSlot(11, flatbuffers.number_types.UOffsetTFlags.py_type(filterQuantizedParam), 0)
+
+def TfQuantizedConv2DAddInputQuantizedParam(builder, inputQuantizedParam):
+    builder.PrependUOffsetTRelativeSlot(12, flatbuffers.number_types.UOffsetTFlags.py_type(inputQuantizedParam), 0)
+
+def TfQuantizedConv2DAddModelFormat(builder, modelFormat):
+    builder.PrependInt8Slot(13, modelFormat, 0)
+
+def TfQuantizedConv2DAddOutputQuantizedParam(builder, outputQuantizedParam):
+    builder.PrependUOffsetTRelativeSlot(14, flatbuffers.number_types.UOffsetTFlags.py_type(outputQuantizedParam), 0)
+
+def TfQuantizedConv2DEnd(builder):
+    return builder.EndObject()
+
+
+try:
+    from typing import List, Optional
+except:
+    pass
+
+class TfQuantizedConv2DT(object):
+
+    # TfQuantizedConv2DT
+    def __init__(
+        self,
+        bias = None,
+        biasflag = False,
+        common = None,
+        weight = None,
+        activationType = 0,
+        multiplier = 0,
+        outMax = 0,
+        outMin = 0,
+        shift = 0,
+        biasQuantizedParam = None,
+        depthMultiplier = 0,
+        filterQuantizedParam = None,
+        inputQuantizedParam = None,
+        modelFormat = 0,
+        outputQuantizedParam = None,
+    ):
+        self.bias = bias  # type: Optional[List[int]]
+        self.biasflag = biasflag  # type: bool
+        self.common = common  # type: Optional[Convolution2DCommonT]
+        self.weight = weight  # type: Optional[List[int]]
+        self.activationType = activationType  # type: int
+        self.multiplier = multiplier  # type: int
+        self.outMax = outMax  # type: int
+        self.outMin = outMin  # type: int
+        self.shift = shift  # type: int
+        self.biasQuantizedParam = biasQuantizedParam  # type: Optional[QuantizedParamT]
+        self.depthMultiplier = depthMultiplier  # type: int
+        self.filterQuantizedParam = filterQuantizedParam  # type: Optional[QuantizedParamT]
+        self.inputQuantizedParam = inputQuantizedParam  # type: Optional[QuantizedParamT]
+        self.modelFormat = modelFormat  # type: int
+        self.outputQuantizedParam = outputQuantizedParam  # type: Optional[QuantizedParamT]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        tfQuantizedConv2D = TfQuantizedConv2D()
+        tfQuantizedConv2D.Init(buf, pos)
+        return cls.InitFromObj(tfQuantizedConv2D)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, tfQuantizedConv2D):
+        x = TfQuantizedConv2DT()
+        x._UnPack(tfQuantizedConv2D)
+        return x
+
+    # TfQuantizedConv2DT
+    def _UnPack(self, tfQuantizedConv2D):
+        if tfQuantizedConv2D is None:
+            return
+        if not tfQuantizedConv2D.BiasIsNone():
+            if np is None:
+                self.bias = []
+                for i in range(tfQuantizedConv2D.BiasLength()):
+                    self.bias.append(tfQuantizedConv2D.Bias(i))
+            else:
+                self.bias = tfQuantizedConv2D.BiasAsNumpy()
+        self.biasflag = tfQuantizedConv2D.Biasflag()
+        if tfQuantizedConv2D.Common() is not None:
+            self.common = Convolution2DCommonT.InitFromObj(tfQuantizedConv2D.Common())
+        if not tfQuantizedConv2D.WeightIsNone():
+            if np is None:
+                self.weight = []
+                for i in range(tfQuantizedConv2D.WeightLength()):
+                    self.weight.append(tfQuantizedConv2D.Weight(i))
+            else:
+                self.weight = tfQuantizedConv2D.WeightAsNumpy()
+        self.activationType = tfQuantizedConv2D.ActivationType()
+        self.multiplier = tfQuantizedConv2D.Multiplier()
+        self.outMax = tfQuantizedConv2D.OutMax()
+        self.outMin = tfQuantizedConv2D.OutMin()
+        self.shift = tfQuantizedConv2D.Shift()
+        if tfQuantizedConv2D.BiasQuantizedParam() is not None:
+            self.biasQuantizedParam = QuantizedParamT.InitFromObj(tfQuantizedConv2D.BiasQuantizedParam())
+        self.depthMultiplier = tfQuantizedConv2D.DepthMultiplier()
+        if tfQuantizedConv2D.FilterQuantizedParam() is not None:
+            self.filterQuantizedParam = QuantizedParamT.InitFromObj(tfQuantizedConv2D.FilterQuantizedParam())
+        if tfQuantizedConv2D.InputQuantizedParam() is not None:
+            self.inputQuantizedParam = QuantizedParamT.InitFromObj(tfQuantizedConv2D.InputQuantizedParam())
+        self.modelFormat = tfQuantizedConv2D.ModelFormat()
+        if tfQuantizedConv2D.OutputQuantizedParam() is not None:
+            self.outputQuantizedParam = QuantizedParamT.InitFromObj(tfQuantizedConv2D.OutputQuantizedParam())
+
+    # TfQuantizedConv2DT
+    def Pack(self, builder):
+        if self.bias is not None:
+            if np is not None and type(self.bias) is np.ndarray:
+                bias = builder.CreateNumpyVector(self.bias)
+            else:
+                TfQuantizedConv2DStartBiasVector(builder, len(self.bias))
+                for i in reversed(range(len(self.bias))):
+                    builder.PrependInt32(self.bias[i])
+                bias = builder.EndVector()
+        if self.common is not None:
+            common = self.common.Pack(builder)
+        if self.weight is not None:
+            if np is not None and type(self.weight) is np.ndarray:
+                weight = builder.CreateNumpyVector(self.weight)
+            else:
+                TfQuantizedConv2DStartWeightVector(builder, len(self.weight))
+                for i in reversed(range(len(self.weight))):
+                    builder.PrependUint8(self.weight[i])
+                weight = builder.EndVector()
+        if self.biasQuantizedParam is not None:
+            biasQuantizedParam = self.biasQuantizedParam.Pack(builder)
+        if self.filterQuantizedParam is not None:
+            filterQuantizedParam = self.filterQuantizedParam.Pack(builder)
+        if self.inputQuantizedParam is not None:
+            inputQuantizedParam = self.inputQuantizedParam.Pack(builder)
+        if self.outputQuantizedParam is not None:
+            outputQuantizedParam = self.outputQuantizedParam.Pack(builder)
+        TfQuantizedConv2DStart(builder)
+        if self.bias is not None:
+            TfQuantizedConv2DAddBias(builder, bias)
+        TfQuantizedConv2DAddBiasflag(builder, self.biasflag)
+        if self.common is not None:
+            TfQuantizedConv2DAddCommon(builder, common)
+        if self.weight is not None:
+            TfQuantizedConv2DAddWeight(builder, weight)
+        TfQuantizedConv2DAddActivationType(builder, self.activationType)
+        TfQuantizedConv2DAddMultiplier(builder, self.multiplier)
+        TfQuantizedConv2DAddOutMax(builder, self.outMax)
+        TfQuantizedConv2DAddOutMin(builder, self.outMin)
+        TfQuantizedConv2DAddShift(builder, self.shift)
+        if self.biasQuantizedParam is not None:
+            TfQuantizedConv2DAddBiasQuantizedParam(builder, biasQuantizedParam)
+        TfQuantizedConv2DAddDepthMultiplier(builder, self.depthMultiplier)
+        if self.filterQuantizedParam is not None:
+            TfQuantizedConv2DAddFilterQuantizedParam(builder, filterQuantizedParam)
+        if self.inputQuantizedParam is not None:
+            TfQuantizedConv2DAddInputQuantizedParam(builder, inputQuantizedParam)
+        TfQuantizedConv2DAddModelFormat(builder, self.modelFormat)
+        if self.outputQuantizedParam is not None:
+            TfQuantizedConv2DAddOutputQuantizedParam(builder, outputQuantizedParam)
+        tfQuantizedConv2D = TfQuantizedConv2DEnd(builder)
+        return tfQuantizedConv2D
 
 
 class Selu(object):
@@ -11964,8 +14757,8 @@ class RangeT(object):
     def Pack(self, builder):
         RangeStart(builder)
         RangeAddTidx(builder, self.tidx)
-        range = RangeEnd(builder)
-        return range
+        range_ = RangeEnd(builder)
+        return range_
 
 
 class Fill(object):
@@ -12724,6 +15517,1003 @@ class RNNParamT(object):
         return rnnparam
 
 
+class CropAndResize(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = CropAndResize()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsCropAndResize(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # CropAndResize
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # CropAndResize
+    def ExtrapolationValue(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 0.0
+
+    # CropAndResize
+    def Method(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int8Flags, o + self._tab.Pos)
+        return 0
+
+def CropAndResizeStart(builder):
+    builder.StartObject(2)
+
+def CropAndResizeAddExtrapolationValue(builder, extrapolationValue):
+    builder.PrependFloat32Slot(0, extrapolationValue, 0.0)
+
+def CropAndResizeAddMethod(builder, method):
+    builder.PrependInt8Slot(1, method, 0)
+
+def CropAndResizeEnd(builder):
+    return builder.EndObject()
+
+
+
+class CropAndResizeT(object):
+
+    # CropAndResizeT
+    def __init__(
+        self,
+        extrapolationValue = 0.0,
+        method = 0,
+    ):
+        self.extrapolationValue = extrapolationValue  # type: float
+        self.method = method  # type: int
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        cropAndResize = CropAndResize()
+        cropAndResize.Init(buf, pos)
+        return cls.InitFromObj(cropAndResize)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, cropAndResize):
+        x = CropAndResizeT()
+        x._UnPack(cropAndResize)
+        return x
+
+    # CropAndResizeT
+    def _UnPack(self, cropAndResize):
+        if cropAndResize is None:
+            return
+        self.extrapolationValue = cropAndResize.ExtrapolationValue()
+        self.method = cropAndResize.Method()
+
+    # CropAndResizeT
+    def Pack(self, builder):
+        CropAndResizeStart(builder)
+        CropAndResizeAddExtrapolationValue(builder, self.extrapolationValue)
+        CropAndResizeAddMethod(builder, self.method)
+        cropAndResize = CropAndResizeEnd(builder)
+        return cropAndResize
+
+
+class DetectionPostProcessParam(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = DetectionPostProcessParam()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsDetectionPostProcessParam(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # DetectionPostProcessParam
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # DetectionPostProcessParam
+    def MaxDetections(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # DetectionPostProcessParam
+    def MaxClassesPerDetection(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # DetectionPostProcessParam
+    def DetectionsPerClass(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # DetectionPostProcessParam
+    def NmsScoreThreshold(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 0.0
+
+    # DetectionPostProcessParam
+    def IouThreshold(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 0.0
+
+    # DetectionPostProcessParam
+    def NumClasses(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(14))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # DetectionPostProcessParam
+    def UseRegularNms(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+    # DetectionPostProcessParam
+    def CenterSizeEncoding(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 4))
+        return 0
+
+    # DetectionPostProcessParam
+    def CenterSizeEncodingAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Float32Flags, o)
+        return 0
+
+    # DetectionPostProcessParam
+    def CenterSizeEncodingLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # DetectionPostProcessParam
+    def CenterSizeEncodingIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        return o == 0
+
+def DetectionPostProcessParamStart(builder):
+    builder.StartObject(8)
+
+def DetectionPostProcessParamAddMaxDetections(builder, maxDetections):
+    builder.PrependInt32Slot(0, maxDetections, 0)
+
+def DetectionPostProcessParamAddMaxClassesPerDetection(builder, maxClassesPerDetection):
+    builder.PrependInt32Slot(1, maxClassesPerDetection, 0)
+
+def DetectionPostProcessParamAddDetectionsPerClass(builder, detectionsPerClass):
+    builder.PrependInt32Slot(2, detectionsPerClass, 0)
+
+def DetectionPostProcessParamAddNmsScoreThreshold(builder, nmsScoreThreshold):
+    builder.PrependFloat32Slot(3, nmsScoreThreshold, 0.0)
+
+def DetectionPostProcessParamAddIouThreshold(builder, iouThreshold):
+    builder.PrependFloat32Slot(4, iouThreshold, 0.0)
+
+def DetectionPostProcessParamAddNumClasses(builder, numClasses):
+    builder.PrependInt32Slot(5, numClasses, 0)
+
+def DetectionPostProcessParamAddUseRegularNms(builder, useRegularNms):
+    builder.PrependBoolSlot(6, useRegularNms, 0)
+
+def DetectionPostProcessParamAddCenterSizeEncoding(builder, centerSizeEncoding):
+    builder.PrependUOffsetTRelativeSlot(7, flatbuffers.number_types.UOffsetTFlags.py_type(centerSizeEncoding), 0)
+
+def DetectionPostProcessParamStartCenterSizeEncodingVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
+
+def DetectionPostProcessParamEnd(builder):
+    return builder.EndObject()
+
+
+try:
+    from typing import List
+except:
+    pass
+
+class DetectionPostProcessParamT(object):
+
+    # DetectionPostProcessParamT
+    def __init__(
+        self,
+        maxDetections = 0,
+        maxClassesPerDetection = 0,
+        detectionsPerClass = 0,
+        nmsScoreThreshold = 0.0,
+        iouThreshold = 0.0,
+        numClasses = 0,
+        useRegularNms = False,
+        centerSizeEncoding = None,
+    ):
+        self.maxDetections = maxDetections  # type: int
+        self.maxClassesPerDetection = maxClassesPerDetection  # type: int
+        self.detectionsPerClass = detectionsPerClass  # type: int
+        self.nmsScoreThreshold = nmsScoreThreshold  # type: float
+        self.iouThreshold = iouThreshold  # type: float
+        self.numClasses = numClasses  # type: int
+        self.useRegularNms = useRegularNms  # type: bool
+        self.centerSizeEncoding = centerSizeEncoding  # type: Optional[List[float]]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        detectionPostProcessParam = DetectionPostProcessParam()
+        detectionPostProcessParam.Init(buf, pos)
+        return cls.InitFromObj(detectionPostProcessParam)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, detectionPostProcessParam):
+        x = DetectionPostProcessParamT()
+        x._UnPack(detectionPostProcessParam)
+        return x
+
+    # DetectionPostProcessParamT
+    def _UnPack(self, detectionPostProcessParam):
+        if detectionPostProcessParam is None:
+            return
+        self.maxDetections = detectionPostProcessParam.MaxDetections()
+        self.maxClassesPerDetection = detectionPostProcessParam.MaxClassesPerDetection()
+        self.detectionsPerClass = detectionPostProcessParam.DetectionsPerClass()
+        self.nmsScoreThreshold = detectionPostProcessParam.NmsScoreThreshold()
+        self.iouThreshold = detectionPostProcessParam.IouThreshold()
+        self.numClasses = detectionPostProcessParam.NumClasses()
+        self.useRegularNms = detectionPostProcessParam.UseRegularNms()
+        if not detectionPostProcessParam.CenterSizeEncodingIsNone():
+            if np is None:
+                self.centerSizeEncoding = []
+                for i in range(detectionPostProcessParam.CenterSizeEncodingLength()):
+                    self.centerSizeEncoding.append(detectionPostProcessParam.CenterSizeEncoding(i))
+            else:
+                self.centerSizeEncoding = detectionPostProcessParam.CenterSizeEncodingAsNumpy()
+
+    # DetectionPostProcessParamT
+    def Pack(self, builder):
+        if self.centerSizeEncoding is not None:
+            if np is not None and type(self.centerSizeEncoding) is np.ndarray:
+                centerSizeEncoding = builder.CreateNumpyVector(self.centerSizeEncoding)
+            else:
+                DetectionPostProcessParamStartCenterSizeEncodingVector(builder, len(self.centerSizeEncoding))
+                for i in reversed(range(len(self.centerSizeEncoding))):
+                    builder.PrependFloat32(self.centerSizeEncoding[i])
+                centerSizeEncoding = builder.EndVector()
+        DetectionPostProcessParamStart(builder)
+        DetectionPostProcessParamAddMaxDetections(builder, self.maxDetections)
+        DetectionPostProcessParamAddMaxClassesPerDetection(builder, self.maxClassesPerDetection)
+        DetectionPostProcessParamAddDetectionsPerClass(builder, self.detectionsPerClass)
+        DetectionPostProcessParamAddNmsScoreThreshold(builder, self.nmsScoreThreshold)
+        DetectionPostProcessParamAddIouThreshold(builder, self.iouThreshold)
+        DetectionPostProcessParamAddNumClasses(builder, self.numClasses)
+        DetectionPostProcessParamAddUseRegularNms(builder, self.useRegularNms)
+        if self.centerSizeEncoding is not None:
+            DetectionPostProcessParamAddCenterSizeEncoding(builder, centerSizeEncoding)
+        detectionPostProcessParam = DetectionPostProcessParamEnd(builder)
+        return detectionPostProcessParam
+
+
+class AsString(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = AsString()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsAsString(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # AsString
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # AsString
+    def T(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # AsString
+    def Precision(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # AsString
+    def Scientific(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+    # AsString
+    def Shortest(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+    # AsString
+    def Width(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # AsString
+    def FillString(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(14))
+        if o != 0:
+            return self._tab.String(o + self._tab.Pos)
+        return None
+
+def AsStringStart(builder):
+    builder.StartObject(6)
+
+def AsStringAddT(builder, t):
+    builder.PrependInt32Slot(0, t, 0)
+
+def AsStringAddPrecision(builder, precision):
+    builder.PrependInt32Slot(1, precision, 0)
+
+def AsStringAddScientific(builder, scientific):
+    builder.PrependBoolSlot(2, scientific, 0)
+
+def AsStringAddShortest(builder, shortest):
+    builder.PrependBoolSlot(3, shortest, 0)
+
+def AsStringAddWidth(builder, width):
+    builder.PrependInt32Slot(4, width, 0)
+
+def AsStringAddFillString(builder, fillString):
+    builder.PrependUOffsetTRelativeSlot(5, flatbuffers.number_types.UOffsetTFlags.py_type(fillString), 0)
+
+def AsStringEnd(builder):
+    return builder.EndObject()
+
+
+
+class AsStringT(object):
+
+    # AsStringT
+    def __init__(
+        self,
+        t = 0,
+        precision = 0,
+        scientific = False,
+        shortest = False,
+        width = 0,
+        fillString = None,
+    ):
+        self.t = t  # type: int
+        self.precision = precision  # type: int
+        self.scientific = scientific  # type: bool
+        self.shortest = shortest  # type: bool
+        self.width = width  # type: int
+        self.fillString = fillString  # type: Optional[str]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        asString = AsString()
+        asString.Init(buf, pos)
+        return cls.InitFromObj(asString)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, asString):
+        x = AsStringT()
+        x._UnPack(asString)
+        return x
+
+    # AsStringT
+    def _UnPack(self, asString):
+        if asString is None:
+            return
+        self.t = asString.T()
+        self.precision = asString.Precision()
+        self.scientific = asString.Scientific()
+        self.shortest = asString.Shortest()
+        self.width = asString.Width()
+        self.fillString = asString.FillString()
+        if self.fillString is not None:
+            self.fillString = self.fillString.decode('utf-8')
+
+    # AsStringT
+    def Pack(self, builder):
+        if self.fillString is not None:
+            fillString = builder.CreateString(self.fillString)
+        AsStringStart(builder)
+        AsStringAddT(builder, self.t)
+        AsStringAddPrecision(builder, self.precision)
+        AsStringAddScientific(builder, self.scientific)
+        AsStringAddShortest(builder, self.shortest)
+        AsStringAddWidth(builder, self.width)
+        if self.fillString is not None:
+            AsStringAddFillString(builder, fillString)
+        asString = AsStringEnd(builder)
+        return asString
+
+
+class ReduceJoin(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = ReduceJoin()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsReduceJoin(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # ReduceJoin
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # ReduceJoin
+    def KeepDims(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+    # ReduceJoin
+    def Separator(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.String(o + self._tab.Pos)
+        return None
+
+def ReduceJoinStart(builder):
+    builder.StartObject(2)
+
+def ReduceJoinAddKeepDims(builder, keepDims):
+    builder.PrependBoolSlot(0, keepDims, 0)
+
+def ReduceJoinAddSeparator(builder, separator):
+    builder.PrependUOffsetTRelativeSlot(1, flatbuffers.number_types.UOffsetTFlags.py_type(separator), 0)
+
+def ReduceJoinEnd(builder):
+    return builder.EndObject()
+
+
+
+class ReduceJoinT(object):
+
+    # ReduceJoinT
+    def __init__(
+        self,
+        keepDims = False,
+        separator = None,
+    ):
+        self.keepDims = keepDims  # type: bool
+        self.separator = separator  # type: Optional[str]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        reduceJoin = ReduceJoin()
+        reduceJoin.Init(buf, pos)
+        return cls.InitFromObj(reduceJoin)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, reduceJoin):
+        x = ReduceJoinT()
+        x._UnPack(reduceJoin)
+        return x
+
+    # ReduceJoinT
+    def _UnPack(self, reduceJoin):
+        if reduceJoin is None:
+            return
+        self.keepDims = reduceJoin.KeepDims()
+        self.separator = reduceJoin.Separator()
+        if self.separator is not None:
+            self.separator = self.separator.decode('utf-8')
+
+    # ReduceJoinT
+    def Pack(self, builder):
+        if self.separator is not None:
+            separator = builder.CreateString(self.separator)
+        ReduceJoinStart(builder)
+        ReduceJoinAddKeepDims(builder, self.keepDims)
+        if self.separator is not None:
+            ReduceJoinAddSeparator(builder, separator)
+        reduceJoin = ReduceJoinEnd(builder)
+        return reduceJoin
+
+
+class Rank(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = Rank()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsRank(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # Rank
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+def RankStart(builder):
+    builder.StartObject(0)
+
+def RankEnd(builder):
+    return builder.EndObject()
+
+
+
+class RankT(object):
+
+    # RankT
+    def __init__(
+        self,
+    ):
+        pass
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        rank = Rank()
+        rank.Init(buf, pos)
+        return cls.InitFromObj(rank)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, rank):
+        x = RankT()
+        x._UnPack(rank)
+        return x
+
+    # RankT
+    def _UnPack(self, rank):
+        if rank is None:
+            return
+
+    # RankT
+    def Pack(self, builder):
+        RankStart(builder)
+        rank = RankEnd(builder)
+        return rank
+
+
+class QuantizeMaxMin(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = QuantizeMaxMin()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsQuantizeMaxMin(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # QuantizeMaxMin
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # QuantizeMaxMin
+    def T(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+def QuantizeMaxMinStart(builder):
+    builder.StartObject(1)
+
+def QuantizeMaxMinAddT(builder, t):
+    builder.PrependInt32Slot(0, t, 0)
+
+def QuantizeMaxMinEnd(builder):
+    return builder.EndObject()
+
+
+
+class QuantizeMaxMinT(object):
+
+    # QuantizeMaxMinT
+    def __init__(
+        self,
+        t = 0,
+    ):
+        self.t = t  # type: int
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        quantizeMaxMin = QuantizeMaxMin()
+        quantizeMaxMin.Init(buf, pos)
+        return cls.InitFromObj(quantizeMaxMin)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, quantizeMaxMin):
+        x = QuantizeMaxMinT()
+        x._UnPack(quantizeMaxMin)
+        return x
+
+    # QuantizeMaxMinT
+    def _UnPack(self, quantizeMaxMin):
+        if quantizeMaxMin is None:
+            return
+        self.t = quantizeMaxMin.T()
+
+    # QuantizeMaxMinT
+    def Pack(self, builder):
+        QuantizeMaxMinStart(builder)
+        QuantizeMaxMinAddT(builder, self.t)
+        quantizeMaxMin = QuantizeMaxMinEnd(builder)
+        return quantizeMaxMin
+
+
+class TensorArray(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = TensorArray()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsTensorArray(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # TensorArray
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # TensorArray
+    def DynamicSize(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+    # TensorArray
+    def IdenticalElementShapes(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+    # TensorArray
+    def ElementShape(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 4))
+        return 0
+
+    # TensorArray
+    def ElementShapeAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Int32Flags, o)
+        return 0
+
+    # TensorArray
+    def ElementShapeLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # TensorArray
+    def ElementShapeIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        return o == 0
+
+    # TensorArray
+    def T(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 1
+
+    # TensorArray
+    def Axis(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # TensorArray
+    def Keepdims(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(14))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return True
+
+    # TensorArray
+    def NewAxis(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+def TensorArrayStart(builder):
+    builder.StartObject(7)
+
+def TensorArrayAddDynamicSize(builder, dynamicSize):
+    builder.PrependBoolSlot(0, dynamicSize, 0)
+
+def TensorArrayAddIdenticalElementShapes(builder, identicalElementShapes):
+    builder.PrependBoolSlot(1, identicalElementShapes, 0)
+
+def TensorArrayAddElementShape(builder, elementShape):
+    builder.PrependUOffsetTRelativeSlot(2, flatbuffers.number_types.UOffsetTFlags.py_type(elementShape), 0)
+
+def TensorArrayStartElementShapeVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
+
+def TensorArrayAddT(builder, t):
+    builder.PrependInt32Slot(3, t, 1)
+
+def TensorArrayAddAxis(builder, axis):
+    builder.PrependInt32Slot(4, axis, 0)
+
+def TensorArrayAddKeepdims(builder, keepdims):
+    builder.PrependBoolSlot(5, keepdims, 1)
+
+def TensorArrayAddNewAxis(builder, newAxis):
+    builder.PrependBoolSlot(6, newAxis, 0)
+
+def TensorArrayEnd(builder):
+    return builder.EndObject()
+
+
+try:
+    from typing import List
+except:
+    pass
+
+class TensorArrayT(object):
+
+    # TensorArrayT
+    def __init__(
+        self,
+        dynamicSize = False,
+        identicalElementShapes = False,
+        elementShape = None,
+        t = 1,
+        axis = 0,
+        keepdims = True,
+        newAxis = False,
+    ):
+        self.dynamicSize = dynamicSize  # type: bool
+        self.identicalElementShapes = identicalElementShapes  # type: bool
+        self.elementShape = elementShape  # type: Optional[List[int]]
+        self.t = t  # type: int
+        self.axis = axis  # type: int
+        self.keepdims = keepdims  # type: bool
+        self.newAxis = newAxis  # type: bool
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        tensorArray = TensorArray()
+        tensorArray.Init(buf, pos)
+        return cls.InitFromObj(tensorArray)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, tensorArray):
+        x = TensorArrayT()
+        x._UnPack(tensorArray)
+        return x
+
+    # TensorArrayT
+    def _UnPack(self, tensorArray):
+        if tensorArray is None:
+            return
+        self.dynamicSize = tensorArray.DynamicSize()
+        self.identicalElementShapes = tensorArray.IdenticalElementShapes()
+        if not tensorArray.ElementShapeIsNone():
+            if np is None:
+                self.elementShape = []
+                for i in range(tensorArray.ElementShapeLength()):
+                    self.elementShape.append(tensorArray.ElementShape(i))
+            else:
+                self.elementShape = tensorArray.ElementShapeAsNumpy()
+        self.t = tensorArray.T()
+        self.axis = tensorArray.Axis()
+        self.keepdims = tensorArray.Keepdims()
+        self.newAxis = tensorArray.NewAxis()
+
+    # TensorArrayT
+    def Pack(self, builder):
+        if self.elementShape is not None:
+            if np is not None and type(self.elementShape) is np.ndarray:
+                elementShape = builder.CreateNumpyVector(self.elementShape)
+            else:
+                TensorArrayStartElementShapeVector(builder, len(self.elementShape))
+                for i in reversed(range(len(self.elementShape))):
+                    builder.PrependInt32(self.elementShape[i])
+                elementShape = builder.EndVector()
+        TensorArrayStart(builder)
+        TensorArrayAddDynamicSize(builder, self.dynamicSize)
+        TensorArrayAddIdenticalElementShapes(builder, self.identicalElementShapes)
+        if self.elementShape is not None:
+            TensorArrayAddElementShape(builder, elementShape)
+        TensorArrayAddT(builder, self.t)
+        TensorArrayAddAxis(builder, self.axis)
+        TensorArrayAddKeepdims(builder, self.keepdims)
+        TensorArrayAddNewAxis(builder, self.newAxis)
+        tensorArray = TensorArrayEnd(builder)
+        return tensorArray
+
+
+class LSTMBlockCell(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = LSTMBlockCell()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsLSTMBlockCell(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # LSTMBlockCell
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # LSTMBlockCell
+    def CellClip(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 3.0
+
+    # LSTMBlockCell
+    def ForgetBias(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 1.0
+
+    # LSTMBlockCell
+    def UsePeephole(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+def LSTMBlockCellStart(builder):
+    builder.StartObject(3)
+
+def LSTMBlockCellAddCellClip(builder, cellClip):
+    builder.PrependFloat32Slot(0, cellClip, 3.0)
+
+def LSTMBlockCellAddForgetBias(builder, forgetBias):
+    builder.PrependFloat32Slot(1, forgetBias, 1.0)
+
+def LSTMBlockCellAddUsePeephole(builder, usePeephole):
+    builder.PrependBoolSlot(2, usePeephole, 0)
+
+def LSTMBlockCellEnd(builder):
+    return builder.EndObject()
+
+
+
+class LSTMBlockCellT(object):
+
+    # LSTMBlockCellT
+    def __init__(
+        self,
+        cellClip = 3.0,
+        forgetBias = 1.0,
+        usePeephole = False,
+    ):
+        self.cellClip = cellClip  # type: float
+        self.forgetBias = forgetBias  # type: float
+        self.usePeephole = usePeephole  # type: bool
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        lstmblockCell = LSTMBlockCell()
+        lstmblockCell.Init(buf, pos)
+        return cls.InitFromObj(lstmblockCell)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, lstmblockCell):
+        x = LSTMBlockCellT()
+        x._UnPack(lstmblockCell)
+        return x
+
+    # LSTMBlockCellT
+    def _UnPack(self, lstmblockCell):
+        if lstmblockCell is None:
+            return
+        self.cellClip = lstmblockCell.CellClip()
+        self.forgetBias = lstmblockCell.ForgetBias()
+        self.usePeephole = lstmblockCell.UsePeephole()
+
+    # LSTMBlockCellT
+    def Pack(self, builder):
+        LSTMBlockCellStart(builder)
+        LSTMBlockCellAddCellClip(builder, self.cellClip)
+        LSTMBlockCellAddForgetBias(builder, self.forgetBias)
+        LSTMBlockCellAddUsePeephole(builder, self.usePeephole)
+        lstmblockCell = LSTMBlockCellEnd(builder)
+        return lstmblockCell
+
+
 class TensorConvertInfo(object):
     __slots__ = ['_tab']
 
@@ -12930,6 +16720,378 @@ class GridSampleT(object):
         GridSampleAddBackward(builder, self.backward)
         gridSample = GridSampleEnd(builder)
         return gridSample
+
+
+class ImageProcessParam(object):
+    __slots__ = ['_tab']
+
+    @classmethod
+    def GetRootAs(cls, buf, offset=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
+        x = ImageProcessParam()
+        x.Init(buf, n + offset)
+        return x
+
+    @classmethod
+    def GetRootAsImageProcessParam(cls, buf, offset=0):
+        """This method is deprecated. Please switch to GetRootAs."""
+        return cls.GetRootAs(buf, offset)
+    # ImageProcessParam
+    def Init(self, buf, pos):
+        self._tab = flatbuffers.table.Table(buf, pos)
+
+    # ImageProcessParam
+    def FilterType(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int8Flags, o + self._tab.Pos)
+        return 0
+
+    # ImageProcessParam
+    def SourceFormat(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # ImageProcessParam
+    def DestFormat(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # ImageProcessParam
+    def Wrap(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int8Flags, o + self._tab.Pos)
+        return 0
+
+    # ImageProcessParam
+    def Mean(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 4))
+        return 0
+
+    # ImageProcessParam
+    def MeanAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Float32Flags, o)
+        return 0
+
+    # ImageProcessParam
+    def MeanLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # ImageProcessParam
+    def MeanIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        return o == 0
+
+    # ImageProcessParam
+    def Normal(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(14))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 4))
+        return 0
+
+    # ImageProcessParam
+    def NormalAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(14))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Float32Flags, o)
+        return 0
+
+    # ImageProcessParam
+    def NormalLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(14))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # ImageProcessParam
+    def NormalIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(14))
+        return o == 0
+
+    # ImageProcessParam
+    def Transform(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 4))
+        return 0
+
+    # ImageProcessParam
+    def TransformAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Float32Flags, o)
+        return 0
+
+    # ImageProcessParam
+    def TransformLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # ImageProcessParam
+    def TransformIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
+        return o == 0
+
+    # ImageProcessParam
+    def PaddingValue(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int8Flags, o + self._tab.Pos)
+        return 0
+
+    # ImageProcessParam
+    def Shape(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 4))
+        return 0
+
+    # ImageProcessParam
+    def ShapeAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Int32Flags, o)
+        return 0
+
+    # ImageProcessParam
+    def ShapeLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # ImageProcessParam
+    def ShapeIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        return o == 0
+
+    # ImageProcessParam
+    def OutputType(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(22))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # ImageProcessParam
+    def Draw(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(24))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+def ImageProcessParamStart(builder):
+    builder.StartObject(11)
+
+def ImageProcessParamAddFilterType(builder, filterType):
+    builder.PrependInt8Slot(0, filterType, 0)
+
+def ImageProcessParamAddSourceFormat(builder, sourceFormat):
+    builder.PrependInt32Slot(1, sourceFormat, 0)
+
+def ImageProcessParamAddDestFormat(builder, destFormat):
+    builder.PrependInt32Slot(2, destFormat, 0)
+
+def ImageProcessParamAddWrap(builder, wrap):
+    builder.PrependInt8Slot(3, wrap, 0)
+
+def ImageProcessParamAddMean(builder, mean):
+    builder.PrependUOffsetTRelativeSlot(4, flatbuffers.number_types.UOffsetTFlags.py_type(mean), 0)
+
+def ImageProcessParamStartMeanVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
+
+def ImageProcessParamAddNormal(builder, normal):
+    builder.PrependUOffsetTRelativeSlot(5, flatbuffers.number_types.UOffsetTFlags.py_type(normal), 0)
+
+def ImageProcessParamStartNormalVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
+
+def ImageProcessParamAddTransform(builder, transform):
+    builder.PrependUOffsetTRelativeSlot(6, flatbuffers.number_types.UOffsetTFlags.py_type(transform), 0)
+
+def ImageProcessParamStartTransformVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
+
+def ImageProcessParamAddPaddingValue(builder, paddingValue):
+    builder.PrependInt8Slot(7, paddingValue, 0)
+
+def ImageProcessParamAddShape(builder, shape):
+    builder.PrependUOffsetTRelativeSlot(8, flatbuffers.number_types.UOffsetTFlags.py_type(shape), 0)
+
+def ImageProcessParamStartShapeVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
+
+def ImageProcessParamAddOutputType(builder, outputType):
+    builder.PrependInt32Slot(9, outputType, 0)
+
+def ImageProcessParamAddDraw(builder, draw):
+    builder.PrependBoolSlot(10, draw, 0)
+
+def ImageProcessParamEnd(builder):
+    return builder.EndObject()
+
+
+try:
+    from typing import List
+except:
+    pass
+
+class ImageProcessParamT(object):
+
+    # ImageProcessParamT
+    def __init__(
+        self,
+        filterType = 0,
+        sourceFormat = 0,
+        destFormat = 0,
+        wrap = 0,
+        mean = None,
+        normal = None,
+        transform = None,
+        paddingValue = 0,
+        shape = None,
+        outputType = 0,
+        draw = False,
+    ):
+        self.filterType = filterType  # type: int
+        self.sourceFormat = sourceFormat  # type: int
+        self.destFormat = destFormat  # type: int
+        self.wrap = wrap  # type: int
+        self.mean = mean  # type: Optional[List[float]]
+        self.normal = normal  # type: Optional[List[float]]
+        self.transform = transform  # type: Optional[List[float]]
+        self.paddingValue = paddingValue  # type: int
+        self.shape = shape  # type: Optional[List[int]]
+        self.outputType = outputType  # type: int
+        self.draw = draw  # type: bool
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        imageProcessParam = ImageProcessParam()
+        imageProcessParam.Init(buf, pos)
+        return cls.InitFromObj(imageProcessParam)
+
+    @classmethod
+    def InitFromPackedBuf(cls, buf, pos=0):
+        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
+        return cls.InitFromBuf(buf, pos+n)
+
+    @classmethod
+    def InitFromObj(cls, imageProcessParam):
+        x = ImageProcessParamT()
+        x._UnPack(imageProcessParam)
+        return x
+
+    # ImageProcessParamT
+    def _UnPack(self, imageProcessParam):
+        if imageProcessParam is None:
+            return
+        self.filterType = imageProcessParam.FilterType()
+        self.sourceFormat = imageProcessParam.SourceFormat()
+        self.destFormat = imageProcessParam.DestFormat()
+        self.wrap = imageProcessParam.Wrap()
+        if not imageProcessParam.MeanIsNone():
+            if np is None:
+                self.mean = []
+                for i in range(imageProcessParam.MeanLength()):
+                    self.mean.append(imageProcessParam.Mean(i))
+            else:
+                self.mean = imageProcessParam.MeanAsNumpy()
+        if not imageProcessParam.NormalIsNone():
+            if np is None:
+                self.normal = []
+                for i in range(imageProcessParam.NormalLength()):
+                    self.normal.append(imageProcessParam.Normal(i))
+            else:
+                self.normal = imageProcessParam.NormalAsNumpy()
+        if not imageProcessParam.TransformIsNone():
+            if np is None:
+                self.transform = []
+                for i in range(imageProcessParam.TransformLength()):
+                    self.transform.append(imageProcessParam.Transform(i))
+            else:
+                self.transform = imageProcessParam.TransformAsNumpy()
+        self.paddingValue = imageProcessParam.PaddingValue()
+        if not imageProcessParam.ShapeIsNone():
+            if np is None:
+                self.shape = []
+                for i in range(imageProcessParam.ShapeLength()):
+                    self.shape.append(imageProcessParam.Shape(i))
+            else:
+                self.shape = imageProcessParam.ShapeAsNumpy()
+        self.outputType = imageProcessParam.OutputType()
+        self.draw = imageProcessParam.Draw()
+
+    # ImageProcessParamT
+    def Pack(self, builder):
+        if self.mean is not None:
+            if np is not None and type(self.mean) is np.ndarray:
+                mean = builder.CreateNumpyVector(self.mean)
+            else:
+                ImageProcessParamStartMeanVector(builder, len(self.mean))
+                for i in reversed(range(len(self.mean))):
+                    builder.PrependFloat32(self.mean[i])
+                mean = builder.EndVector()
+        if self.normal is not None:
+            if np is not None and type(self.normal) is np.ndarray:
+                normal = builder.CreateNumpyVector(self.normal)
+            else:
+                ImageProcessParamStartNormalVector(builder, len(self.normal))
+                for i in reversed(range(len(self.normal))):
+                    builder.PrependFloat32(self.normal[i])
+                normal = builder.EndVector()
+        if self.transform is not None:
+            if np is not None and type(self.transform) is np.ndarray:
+                transform = builder.CreateNumpyVector(self.transform)
+            else:
+                ImageProcessParamStartTransformVector(builder, len(self.transform))
+                for i in reversed(range(len(self.transform))):
+                    builder.PrependFloat32(self.transform[i])
+                transform = builder.EndVector()
+        if self.shape is not None:
+            if np is not None and type(self.shape) is np.ndarray:
+                shape = builder.CreateNumpyVector(self.shape)
+            else:
+                ImageProcessParamStartShapeVector(builder, len(self.shape))
+                for i in reversed(range(len(self.shape))):
+                    builder.PrependInt32(self.shape[i])
+                shape = builder.EndVector()
+        ImageProcessParamStart(builder)
+        ImageProcessParamAddFilterType(builder, self.filterType)
+        ImageProcessParamAddSourceFormat(builder, self.sourceFormat)
+        ImageProcessParamAddDestFormat(builder, self.destFormat)
+        ImageProcessParamAddWrap(builder, self.wrap)
+        if self.mean is not None:
+            ImageProcessParamAddMean(builder, mean)
+        if self.normal is not None:
+            ImageProcessParamAddNormal(builder, normal)
+        if self.transform is not None:
+            ImageProcessParamAddTransform(builder, transform)
+        ImageProcessParamAddPaddingValue(builder, self.paddingValue)
+        if self.shape is not None:
+            ImageProcessParamAddShape(builder, shape)
+        ImageProcessParamAddOutputType(builder, self.outputType)
+        ImageProcessParamAddDraw(builder, self.draw)
+        imageProcessParam = ImageProcessParamEnd(builder)
+        return imageProcessParam
 
 
 class ExtraInfo(object):
@@ -14920,7 +19082,7 @@ class ExtraT(object):
     # ExtraT
     def Pack(self, builder):
         if self.type is not None:
-            type = builder.CreateString(self.type)
+            type_ = builder.CreateString(self.type)
         if self.engine is not None:
             engine = builder.CreateString(self.engine)
         if self.info is not None:
@@ -14941,7 +19103,7 @@ class ExtraT(object):
             attr = builder.EndVector()
         ExtraStart(builder)
         if self.type is not None:
-            ExtraAddType(builder, type)
+            ExtraAddType(builder, type_)
         if self.engine is not None:
             ExtraAddEngine(builder, engine)
         if self.info is not None:
@@ -16836,7 +20998,7 @@ class PluginT(object):
     # PluginT
     def Pack(self, builder):
         if self.type is not None:
-            type = builder.CreateString(self.type)
+            type_ = builder.CreateString(self.type)
         if self.attr is not None:
             attrlist = []
             for i in range(len(self.attr)):
@@ -16847,1712 +21009,11 @@ class PluginT(object):
             attr = builder.EndVector()
         PluginStart(builder)
         if self.type is not None:
-            PluginAddType(builder, type)
+            PluginAddType(builder, type_)
         if self.attr is not None:
             PluginAddAttr(builder, attr)
         plugin = PluginEnd(builder)
         return plugin
-
-
-class QuantizedAdd(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = QuantizedAdd()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsQuantizedAdd(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # QuantizedAdd
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def QuantizedAddStart(builder):
-    builder.StartObject(0)
-
-def QuantizedAddEnd(builder):
-    return builder.EndObject()
-
-
-
-class QuantizedAddT(object):
-
-    # QuantizedAddT
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        quantizedAdd = QuantizedAdd()
-        quantizedAdd.Init(buf, pos)
-        return cls.InitFromObj(quantizedAdd)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, quantizedAdd):
-        x = QuantizedAddT()
-        x._UnPack(quantizedAdd)
-        return x
-
-    # QuantizedAddT
-    def _UnPack(self, quantizedAdd):
-        if quantizedAdd is None:
-            return
-
-    # QuantizedAddT
-    def Pack(self, builder):
-        QuantizedAddStart(builder)
-        quantizedAdd = QuantizedAddEnd(builder)
-        return quantizedAdd
-
-
-class AsString(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = AsString()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsAsString(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # AsString
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def AsStringStart(builder):
-    builder.StartObject(0)
-
-def AsStringEnd(builder):
-    return builder.EndObject()
-
-
-
-class AsStringT(object):
-
-    # AsStringT
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        asString = AsString()
-        asString.Init(buf, pos)
-        return cls.InitFromObj(asString)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, asString):
-        x = AsStringT()
-        x._UnPack(asString)
-        return x
-
-    # AsStringT
-    def _UnPack(self, asString):
-        if asString is None:
-            return
-
-    # AsStringT
-    def Pack(self, builder):
-        AsStringStart(builder)
-        asString = AsStringEnd(builder)
-        return asString
-
-
-class CropAndResize(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = CropAndResize()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsCropAndResize(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # CropAndResize
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def CropAndResizeStart(builder):
-    builder.StartObject(0)
-
-def CropAndResizeEnd(builder):
-    return builder.EndObject()
-
-
-
-class CropAndResizeT(object):
-
-    # CropAndResizeT
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        cropAndResize = CropAndResize()
-        cropAndResize.Init(buf, pos)
-        return cls.InitFromObj(cropAndResize)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, cropAndResize):
-        x = CropAndResizeT()
-        x._UnPack(cropAndResize)
-        return x
-
-    # CropAndResizeT
-    def _UnPack(self, cropAndResize):
-        if cropAndResize is None:
-            return
-
-    # CropAndResizeT
-    def Pack(self, builder):
-        CropAndResizeStart(builder)
-        cropAndResize = CropAndResizeEnd(builder)
-        return cropAndResize
-
-
-class Dequantize(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = Dequantize()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsDequantize(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # Dequantize
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def DequantizeStart(builder):
-    builder.StartObject(0)
-
-def DequantizeEnd(builder):
-    return builder.EndObject()
-
-
-
-class DequantizeT(object):
-
-    # DequantizeT
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        dequantize = Dequantize()
-        dequantize.Init(buf, pos)
-        return cls.InitFromObj(dequantize)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, dequantize):
-        x = DequantizeT()
-        x._UnPack(dequantize)
-        return x
-
-    # DequantizeT
-    def _UnPack(self, dequantize):
-        if dequantize is None:
-            return
-
-    # DequantizeT
-    def Pack(self, builder):
-        DequantizeStart(builder)
-        dequantize = DequantizeEnd(builder)
-        return dequantize
-
-
-class Proposal(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = Proposal()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsProposal(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # Proposal
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def ProposalStart(builder):
-    builder.StartObject(0)
-
-def ProposalEnd(builder):
-    return builder.EndObject()
-
-
-
-class ProposalT(object):
-
-    # ProposalT
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        proposal = Proposal()
-        proposal.Init(buf, pos)
-        return cls.InitFromObj(proposal)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, proposal):
-        x = ProposalT()
-        x._UnPack(proposal)
-        return x
-
-    # ProposalT
-    def _UnPack(self, proposal):
-        if proposal is None:
-            return
-
-    # ProposalT
-    def Pack(self, builder):
-        ProposalStart(builder)
-        proposal = ProposalEnd(builder)
-        return proposal
-
-
-class QuantizedAvgPool(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = QuantizedAvgPool()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsQuantizedAvgPool(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # QuantizedAvgPool
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def QuantizedAvgPoolStart(builder):
-    builder.StartObject(0)
-
-def QuantizedAvgPoolEnd(builder):
-    return builder.EndObject()
-
-
-
-class QuantizedAvgPoolT(object):
-
-    # QuantizedAvgPoolT
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        quantizedAvgPool = QuantizedAvgPool()
-        quantizedAvgPool.Init(buf, pos)
-        return cls.InitFromObj(quantizedAvgPool)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, quantizedAvgPool):
-        x = QuantizedAvgPoolT()
-        x._UnPack(quantizedAvgPool)
-        return x
-
-    # QuantizedAvgPoolT
-    def _UnPack(self, quantizedAvgPool):
-        if quantizedAvgPool is None:
-            return
-
-    # QuantizedAvgPoolT
-    def Pack(self, builder):
-        QuantizedAvgPoolStart(builder)
-        quantizedAvgPool = QuantizedAvgPoolEnd(builder)
-        return quantizedAvgPool
-
-
-class QuantizedBiasAdd(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = QuantizedBiasAdd()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsQuantizedBiasAdd(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # QuantizedBiasAdd
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def QuantizedBiasAddStart(builder):
-    builder.StartObject(0)
-
-def QuantizedBiasAddEnd(builder):
-    return builder.EndObject()
-
-
-
-class QuantizedBiasAddT(object):
-
-    # QuantizedBiasAddT
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        quantizedBiasAdd = QuantizedBiasAdd()
-        quantizedBiasAdd.Init(buf, pos)
-        return cls.InitFromObj(quantizedBiasAdd)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, quantizedBiasAdd):
-        x = QuantizedBiasAddT()
-        x._UnPack(quantizedBiasAdd)
-        return x
-
-    # QuantizedBiasAddT
-    def _UnPack(self, quantizedBiasAdd):
-        if quantizedBiasAdd is None:
-            return
-
-    # QuantizedBiasAddT
-    def Pack(self, builder):
-        QuantizedBiasAddStart(builder)
-        quantizedBiasAdd = QuantizedBiasAddEnd(builder)
-        return quantizedBiasAdd
-
-
-class QuantizedConcat(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = QuantizedConcat()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsQuantizedConcat(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # QuantizedConcat
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def QuantizedConcatStart(builder):
-    builder.StartObject(0)
-
-def QuantizedConcatEnd(builder):
-    return builder.EndObject()
-
-
-
-class QuantizedConcatT(object):
-
-    # QuantizedConcatT
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        quantizedConcat = QuantizedConcat()
-        quantizedConcat.Init(buf, pos)
-        return cls.InitFromObj(quantizedConcat)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, quantizedConcat):
-        x = QuantizedConcatT()
-        x._UnPack(quantizedConcat)
-        return x
-
-    # QuantizedConcatT
-    def _UnPack(self, quantizedConcat):
-        if quantizedConcat is None:
-            return
-
-    # QuantizedConcatT
-    def Pack(self, builder):
-        QuantizedConcatStart(builder)
-        quantizedConcat = QuantizedConcatEnd(builder)
-        return quantizedConcat
-
-
-class QuantizedLogistic(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = QuantizedLogistic()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsQuantizedLogistic(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # QuantizedLogistic
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def QuantizedLogisticStart(builder):
-    builder.StartObject(0)
-
-def QuantizedLogisticEnd(builder):
-    return builder.EndObject()
-
-
-
-class QuantizedLogisticT(object):
-
-    # QuantizedLogisticT
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        quantizedLogistic = QuantizedLogistic()
-        quantizedLogistic.Init(buf, pos)
-        return cls.InitFromObj(quantizedLogistic)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, quantizedLogistic):
-        x = QuantizedLogisticT()
-        x._UnPack(quantizedLogistic)
-        return x
-
-    # QuantizedLogisticT
-    def _UnPack(self, quantizedLogistic):
-        if quantizedLogistic is None:
-            return
-
-    # QuantizedLogisticT
-    def Pack(self, builder):
-        QuantizedLogisticStart(builder)
-        quantizedLogistic = QuantizedLogisticEnd(builder)
-        return quantizedLogistic
-
-
-class QuantizedMatMul(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = QuantizedMatMul()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsQuantizedMatMul(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # QuantizedMatMul
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def QuantizedMatMulStart(builder):
-    builder.StartObject(0)
-
-def QuantizedMatMulEnd(builder):
-    return builder.EndObject()
-
-
-
-class QuantizedMatMulT(object):
-
-    # QuantizedMatMulT
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        quantizedMatMul = QuantizedMatMul()
-        quantizedMatMul.Init(buf, pos)
-        return cls.InitFromObj(quantizedMatMul)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, quantizedMatMul):
-        x = QuantizedMatMulT()
-        x._UnPack(quantizedMatMul)
-        return x
-
-    # QuantizedMatMulT
-    def _UnPack(self, quantizedMatMul):
-        if quantizedMatMul is None:
-            return
-
-    # QuantizedMatMulT
-    def Pack(self, builder):
-        QuantizedMatMulStart(builder)
-        quantizedMatMul = QuantizedMatMulEnd(builder)
-        return quantizedMatMul
-
-
-class QuantizedMaxPool(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = QuantizedMaxPool()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsQuantizedMaxPool(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # QuantizedMaxPool
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def QuantizedMaxPoolStart(builder):
-    builder.StartObject(0)
-
-def QuantizedMaxPoolEnd(builder):
-    return builder.EndObject()
-
-
-
-class QuantizedMaxPoolT(object):
-
-    # QuantizedMaxPoolT
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        quantizedMaxPool = QuantizedMaxPool()
-        quantizedMaxPool.Init(buf, pos)
-        return cls.InitFromObj(quantizedMaxPool)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, quantizedMaxPool):
-        x = QuantizedMaxPoolT()
-        x._UnPack(quantizedMaxPool)
-        return x
-
-    # QuantizedMaxPoolT
-    def _UnPack(self, quantizedMaxPool):
-        if quantizedMaxPool is None:
-            return
-
-    # QuantizedMaxPoolT
-    def Pack(self, builder):
-        QuantizedMaxPoolStart(builder)
-        quantizedMaxPool = QuantizedMaxPoolEnd(builder)
-        return quantizedMaxPool
-
-
-class QuantizedRelu(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = QuantizedRelu()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsQuantizedRelu(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # QuantizedRelu
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def QuantizedReluStart(builder):
-    builder.StartObject(0)
-
-def QuantizedReluEnd(builder):
-    return builder.EndObject()
-
-
-
-class QuantizedReluT(object):
-
-    # QuantizedReluT
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        quantizedRelu = QuantizedRelu()
-        quantizedRelu.Init(buf, pos)
-        return cls.InitFromObj(quantizedRelu)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, quantizedRelu):
-        x = QuantizedReluT()
-        x._UnPack(quantizedRelu)
-        return x
-
-    # QuantizedReluT
-    def _UnPack(self, quantizedRelu):
-        if quantizedRelu is None:
-            return
-
-    # QuantizedReluT
-    def Pack(self, builder):
-        QuantizedReluStart(builder)
-        quantizedRelu = QuantizedReluEnd(builder)
-        return quantizedRelu
-
-
-class QuantizedRelu6(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = QuantizedRelu6()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsQuantizedRelu6(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # QuantizedRelu6
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def QuantizedRelu6Start(builder):
-    builder.StartObject(0)
-
-def QuantizedRelu6End(builder):
-    return builder.EndObject()
-
-
-
-class QuantizedRelu6T(object):
-
-    # QuantizedRelu6T
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        quantizedRelu6 = QuantizedRelu6()
-        quantizedRelu6.Init(buf, pos)
-        return cls.InitFromObj(quantizedRelu6)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, quantizedRelu6):
-        x = QuantizedRelu6T()
-        x._UnPack(quantizedRelu6)
-        return x
-
-    # QuantizedRelu6T
-    def _UnPack(self, quantizedRelu6):
-        if quantizedRelu6 is None:
-            return
-
-    # QuantizedRelu6T
-    def Pack(self, builder):
-        QuantizedRelu6Start(builder)
-        quantizedRelu6 = QuantizedRelu6End(builder)
-        return quantizedRelu6
-
-
-class QuantizedReshape(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = QuantizedReshape()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsQuantizedReshape(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # QuantizedReshape
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def QuantizedReshapeStart(builder):
-    builder.StartObject(0)
-
-def QuantizedReshapeEnd(builder):
-    return builder.EndObject()
-
-
-
-class QuantizedReshapeT(object):
-
-    # QuantizedReshapeT
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        quantizedReshape = QuantizedReshape()
-        quantizedReshape.Init(buf, pos)
-        return cls.InitFromObj(quantizedReshape)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, quantizedReshape):
-        x = QuantizedReshapeT()
-        x._UnPack(quantizedReshape)
-        return x
-
-    # QuantizedReshapeT
-    def _UnPack(self, quantizedReshape):
-        if quantizedReshape is None:
-            return
-
-    # QuantizedReshapeT
-    def Pack(self, builder):
-        QuantizedReshapeStart(builder)
-        quantizedReshape = QuantizedReshapeEnd(builder)
-        return quantizedReshape
-
-
-class QuantizedSoftmax(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = QuantizedSoftmax()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsQuantizedSoftmax(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # QuantizedSoftmax
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def QuantizedSoftmaxStart(builder):
-    builder.StartObject(0)
-
-def QuantizedSoftmaxEnd(builder):
-    return builder.EndObject()
-
-
-
-class QuantizedSoftmaxT(object):
-
-    # QuantizedSoftmaxT
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        quantizedSoftmax = QuantizedSoftmax()
-        quantizedSoftmax.Init(buf, pos)
-        return cls.InitFromObj(quantizedSoftmax)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, quantizedSoftmax):
-        x = QuantizedSoftmaxT()
-        x._UnPack(quantizedSoftmax)
-        return x
-
-    # QuantizedSoftmaxT
-    def _UnPack(self, quantizedSoftmax):
-        if quantizedSoftmax is None:
-            return
-
-    # QuantizedSoftmaxT
-    def Pack(self, builder):
-        QuantizedSoftmaxStart(builder)
-        quantizedSoftmax = QuantizedSoftmaxEnd(builder)
-        return quantizedSoftmax
-
-
-class QuantizeMaxMin(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = QuantizeMaxMin()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsQuantizeMaxMin(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # QuantizeMaxMin
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def QuantizeMaxMinStart(builder):
-    builder.StartObject(0)
-
-def QuantizeMaxMinEnd(builder):
-    return builder.EndObject()
-
-
-
-class QuantizeMaxMinT(object):
-
-    # QuantizeMaxMinT
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        quantizeMaxMin = QuantizeMaxMin()
-        quantizeMaxMin.Init(buf, pos)
-        return cls.InitFromObj(quantizeMaxMin)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, quantizeMaxMin):
-        x = QuantizeMaxMinT()
-        x._UnPack(quantizeMaxMin)
-        return x
-
-    # QuantizeMaxMinT
-    def _UnPack(self, quantizeMaxMin):
-        if quantizeMaxMin is None:
-            return
-
-    # QuantizeMaxMinT
-    def Pack(self, builder):
-        QuantizeMaxMinStart(builder)
-        quantizeMaxMin = QuantizeMaxMinEnd(builder)
-        return quantizeMaxMin
-
-
-class QuantizeV2(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = QuantizeV2()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsQuantizeV2(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # QuantizeV2
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def QuantizeV2Start(builder):
-    builder.StartObject(0)
-
-def QuantizeV2End(builder):
-    return builder.EndObject()
-
-
-
-class QuantizeV2T(object):
-
-    # QuantizeV2T
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        quantizeV2 = QuantizeV2()
-        quantizeV2.Init(buf, pos)
-        return cls.InitFromObj(quantizeV2)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, quantizeV2):
-        x = QuantizeV2T()
-        x._UnPack(quantizeV2)
-        return x
-
-    # QuantizeV2T
-    def _UnPack(self, quantizeV2):
-        if quantizeV2 is None:
-            return
-
-    # QuantizeV2T
-    def Pack(self, builder):
-        QuantizeV2Start(builder)
-        quantizeV2 = QuantizeV2End(builder)
-        return quantizeV2
-
-
-class Rank(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = Rank()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsRank(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # Rank
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def RankStart(builder):
-    builder.StartObject(0)
-
-def RankEnd(builder):
-    return builder.EndObject()
-
-
-
-class RankT(object):
-
-    # RankT
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        rank = Rank()
-        rank.Init(buf, pos)
-        return cls.InitFromObj(rank)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, rank):
-        x = RankT()
-        x._UnPack(rank)
-        return x
-
-    # RankT
-    def _UnPack(self, rank):
-        if rank is None:
-            return
-
-    # RankT
-    def Pack(self, builder):
-        RankStart(builder)
-        rank = RankEnd(builder)
-        return rank
-
-
-class ReduceJoin(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = ReduceJoin()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsReduceJoin(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # ReduceJoin
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def ReduceJoinStart(builder):
-    builder.StartObject(0)
-
-def ReduceJoinEnd(builder):
-    return builder.EndObject()
-
-
-
-class ReduceJoinT(object):
-
-    # ReduceJoinT
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        reduceJoin = ReduceJoin()
-        reduceJoin.Init(buf, pos)
-        return cls.InitFromObj(reduceJoin)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, reduceJoin):
-        x = ReduceJoinT()
-        x._UnPack(reduceJoin)
-        return x
-
-    # ReduceJoinT
-    def _UnPack(self, reduceJoin):
-        if reduceJoin is None:
-            return
-
-    # ReduceJoinT
-    def Pack(self, builder):
-        ReduceJoinStart(builder)
-        reduceJoin = ReduceJoinEnd(builder)
-        return reduceJoin
-
-
-class RequantizationRange(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = RequantizationRange()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsRequantizationRange(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # RequantizationRange
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def RequantizationRangeStart(builder):
-    builder.StartObject(0)
-
-def RequantizationRangeEnd(builder):
-    return builder.EndObject()
-
-
-
-class RequantizationRangeT(object):
-
-    # RequantizationRangeT
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        requantizationRange = RequantizationRange()
-        requantizationRange.Init(buf, pos)
-        return cls.InitFromObj(requantizationRange)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, requantizationRange):
-        x = RequantizationRangeT()
-        x._UnPack(requantizationRange)
-        return x
-
-    # RequantizationRangeT
-    def _UnPack(self, requantizationRange):
-        if requantizationRange is None:
-            return
-
-    # RequantizationRangeT
-    def Pack(self, builder):
-        RequantizationRangeStart(builder)
-        requantizationRange = RequantizationRangeEnd(builder)
-        return requantizationRange
-
-
-class Requantize(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = Requantize()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsRequantize(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # Requantize
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def RequantizeStart(builder):
-    builder.StartObject(0)
-
-def RequantizeEnd(builder):
-    return builder.EndObject()
-
-
-
-class RequantizeT(object):
-
-    # RequantizeT
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        requantize = Requantize()
-        requantize.Init(buf, pos)
-        return cls.InitFromObj(requantize)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, requantize):
-        x = RequantizeT()
-        x._UnPack(requantize)
-        return x
-
-    # RequantizeT
-    def _UnPack(self, requantize):
-        if requantize is None:
-            return
-
-    # RequantizeT
-    def Pack(self, builder):
-        RequantizeStart(builder)
-        requantize = RequantizeEnd(builder)
-        return requantize
-
-
-class TfQuantizedConv2D(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = TfQuantizedConv2D()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsTfQuantizedConv2D(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # TfQuantizedConv2D
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def TfQuantizedConv2DStart(builder):
-    builder.StartObject(0)
-
-def TfQuantizedConv2DEnd(builder):
-    return builder.EndObject()
-
-
-
-class TfQuantizedConv2DT(object):
-
-    # TfQuantizedConv2DT
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        tfQuantizedConv2D = TfQuantizedConv2D()
-        tfQuantizedConv2D.Init(buf, pos)
-        return cls.InitFromObj(tfQuantizedConv2D)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, tfQuantizedConv2D):
-        x = TfQuantizedConv2DT()
-        x._UnPack(tfQuantizedConv2D)
-        return x
-
-    # TfQuantizedConv2DT
-    def _UnPack(self, tfQuantizedConv2D):
-        if tfQuantizedConv2D is None:
-            return
-
-    # TfQuantizedConv2DT
-    def Pack(self, builder):
-        TfQuantizedConv2DStart(builder)
-        tfQuantizedConv2D = TfQuantizedConv2DEnd(builder)
-        return tfQuantizedConv2D
-
-
-class EltwiseInt8(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = EltwiseInt8()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsEltwiseInt8(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # EltwiseInt8
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def EltwiseInt8Start(builder):
-    builder.StartObject(0)
-
-def EltwiseInt8End(builder):
-    return builder.EndObject()
-
-
-
-class EltwiseInt8T(object):
-
-    # EltwiseInt8T
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        eltwiseInt8 = EltwiseInt8()
-        eltwiseInt8.Init(buf, pos)
-        return cls.InitFromObj(eltwiseInt8)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, eltwiseInt8):
-        x = EltwiseInt8T()
-        x._UnPack(eltwiseInt8)
-        return x
-
-    # EltwiseInt8T
-    def _UnPack(self, eltwiseInt8):
-        if eltwiseInt8 is None:
-            return
-
-    # EltwiseInt8T
-    def Pack(self, builder):
-        EltwiseInt8Start(builder)
-        eltwiseInt8 = EltwiseInt8End(builder)
-        return eltwiseInt8
-
-
-class DetectionPostProcessParam(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = DetectionPostProcessParam()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsDetectionPostProcessParam(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # DetectionPostProcessParam
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def DetectionPostProcessParamStart(builder):
-    builder.StartObject(0)
-
-def DetectionPostProcessParamEnd(builder):
-    return builder.EndObject()
-
-
-
-class DetectionPostProcessParamT(object):
-
-    # DetectionPostProcessParamT
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        detectionPostProcessParam = DetectionPostProcessParam()
-        detectionPostProcessParam.Init(buf, pos)
-        return cls.InitFromObj(detectionPostProcessParam)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, detectionPostProcessParam):
-        x = DetectionPostProcessParamT()
-        x._UnPack(detectionPostProcessParam)
-        return x
-
-    # DetectionPostProcessParamT
-    def _UnPack(self, detectionPostProcessParam):
-        if detectionPostProcessParam is None:
-            return
-
-    # DetectionPostProcessParamT
-    def Pack(self, builder):
-        DetectionPostProcessParamStart(builder)
-        detectionPostProcessParam = DetectionPostProcessParamEnd(builder)
-        return detectionPostProcessParam
-
-
-class TensorArray(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = TensorArray()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsTensorArray(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # TensorArray
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def TensorArrayStart(builder):
-    builder.StartObject(0)
-
-def TensorArrayEnd(builder):
-    return builder.EndObject()
-
-
-
-class TensorArrayT(object):
-
-    # TensorArrayT
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        tensorArray = TensorArray()
-        tensorArray.Init(buf, pos)
-        return cls.InitFromObj(tensorArray)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, tensorArray):
-        x = TensorArrayT()
-        x._UnPack(tensorArray)
-        return x
-
-    # TensorArrayT
-    def _UnPack(self, tensorArray):
-        if tensorArray is None:
-            return
-
-    # TensorArrayT
-    def Pack(self, builder):
-        TensorArrayStart(builder)
-        tensorArray = TensorArrayEnd(builder)
-        return tensorArray
-
-
-class LSTMBlockCell(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = LSTMBlockCell()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsLSTMBlockCell(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # LSTMBlockCell
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def LSTMBlockCellStart(builder):
-    builder.StartObject(0)
-
-def LSTMBlockCellEnd(builder):
-    return builder.EndObject()
-
-
-
-class LSTMBlockCellT(object):
-
-    # LSTMBlockCellT
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        lstmblockCell = LSTMBlockCell()
-        lstmblockCell.Init(buf, pos)
-        return cls.InitFromObj(lstmblockCell)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, lstmblockCell):
-        x = LSTMBlockCellT()
-        x._UnPack(lstmblockCell)
-        return x
-
-    # LSTMBlockCellT
-    def _UnPack(self, lstmblockCell):
-        if lstmblockCell is None:
-            return
-
-    # LSTMBlockCellT
-    def Pack(self, builder):
-        LSTMBlockCellStart(builder)
-        lstmblockCell = LSTMBlockCellEnd(builder)
-        return lstmblockCell
-
-
-class ImageProcessParam(object):
-    __slots__ = ['_tab']
-
-    @classmethod
-    def GetRootAs(cls, buf, offset=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, offset)
-        x = ImageProcessParam()
-        x.Init(buf, n + offset)
-        return x
-
-    @classmethod
-    def GetRootAsImageProcessParam(cls, buf, offset=0):
-        """This method is deprecated. Please switch to GetRootAs."""
-        return cls.GetRootAs(buf, offset)
-    # ImageProcessParam
-    def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
-
-def ImageProcessParamStart(builder):
-    builder.StartObject(0)
-
-def ImageProcessParamEnd(builder):
-    return builder.EndObject()
-
-
-
-class ImageProcessParamT(object):
-
-    # ImageProcessParamT
-    def __init__(
-        self,
-    ):
-        pass
-
-    @classmethod
-    def InitFromBuf(cls, buf, pos):
-        imageProcessParam = ImageProcessParam()
-        imageProcessParam.Init(buf, pos)
-        return cls.InitFromObj(imageProcessParam)
-
-    @classmethod
-    def InitFromPackedBuf(cls, buf, pos=0):
-        n = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, pos)
-        return cls.InitFromBuf(buf, pos+n)
-
-    @classmethod
-    def InitFromObj(cls, imageProcessParam):
-        x = ImageProcessParamT()
-        x._UnPack(imageProcessParam)
-        return x
-
-    # ImageProcessParamT
-    def _UnPack(self, imageProcessParam):
-        if imageProcessParam is None:
-            return
-
-    # ImageProcessParamT
-    def Pack(self, builder):
-        ImageProcessParamStart(builder)
-        imageProcessParam = ImageProcessParamEnd(builder)
-        return imageProcessParam
 
 
 class FmhaV2Param(object):
@@ -18573,8 +21034,18 @@ class FmhaV2Param(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # FmhaV2Param
+    def Heads(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
 def FmhaV2ParamStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(1)
+
+def FmhaV2ParamAddHeads(builder, heads):
+    builder.PrependInt32Slot(0, heads, 0)
 
 def FmhaV2ParamEnd(builder):
     return builder.EndObject()
@@ -18586,8 +21057,9 @@ class FmhaV2ParamT(object):
     # FmhaV2ParamT
     def __init__(
         self,
+        heads = 0,
     ):
-        pass
+        self.heads = heads  # type: int
 
     @classmethod
     def InitFromBuf(cls, buf, pos):
@@ -18610,10 +21082,12 @@ class FmhaV2ParamT(object):
     def _UnPack(self, fmhaV2Param):
         if fmhaV2Param is None:
             return
+        self.heads = fmhaV2Param.Heads()
 
     # FmhaV2ParamT
     def Pack(self, builder):
         FmhaV2ParamStart(builder)
+        FmhaV2ParamAddHeads(builder, self.heads)
         fmhaV2Param = FmhaV2ParamEnd(builder)
         return fmhaV2Param
 
@@ -18636,8 +21110,18 @@ class FmhcaParam(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # FmhcaParam
+    def Heads(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
 def FmhcaParamStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(1)
+
+def FmhcaParamAddHeads(builder, heads):
+    builder.PrependInt32Slot(0, heads, 0)
 
 def FmhcaParamEnd(builder):
     return builder.EndObject()
@@ -18649,8 +21133,9 @@ class FmhcaParamT(object):
     # FmhcaParamT
     def __init__(
         self,
+        heads = 0,
     ):
-        pass
+        self.heads = heads  # type: int
 
     @classmethod
     def InitFromBuf(cls, buf, pos):
@@ -18673,10 +21158,12 @@ class FmhcaParamT(object):
     def _UnPack(self, fmhcaParam):
         if fmhcaParam is None:
             return
+        self.heads = fmhcaParam.Heads()
 
     # FmhcaParamT
     def Pack(self, builder):
         FmhcaParamStart(builder)
+        FmhcaParamAddHeads(builder, self.heads)
         fmhcaParam = FmhcaParamEnd(builder)
         return fmhcaParam
 
@@ -18699,8 +21186,38 @@ class StftParam(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # StftParam
+    def NFft(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # StftParam
+    def HopLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # StftParam
+    def Abs(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return True
+
 def StftParamStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(3)
+
+def StftParamAddNFft(builder, nFft):
+    builder.PrependInt32Slot(0, nFft, 0)
+
+def StftParamAddHopLength(builder, hopLength):
+    builder.PrependInt32Slot(1, hopLength, 0)
+
+def StftParamAddAbs(builder, abs):
+    builder.PrependBoolSlot(2, abs, 1)
 
 def StftParamEnd(builder):
     return builder.EndObject()
@@ -18712,8 +21229,13 @@ class StftParamT(object):
     # StftParamT
     def __init__(
         self,
+        nFft = 0,
+        hopLength = 0,
+        abs = True,
     ):
-        pass
+        self.nFft = nFft  # type: int
+        self.hopLength = hopLength  # type: int
+        self.abs = abs  # type: bool
 
     @classmethod
     def InitFromBuf(cls, buf, pos):
@@ -18736,10 +21258,16 @@ class StftParamT(object):
     def _UnPack(self, stftParam):
         if stftParam is None:
             return
+        self.nFft = stftParam.NFft()
+        self.hopLength = stftParam.HopLength()
+        self.abs = stftParam.Abs()
 
     # StftParamT
     def Pack(self, builder):
         StftParamStart(builder)
+        StftParamAddNFft(builder, self.nFft)
+        StftParamAddHopLength(builder, self.hopLength)
+        StftParamAddAbs(builder, self.abs)
         stftParam = StftParamEnd(builder)
         return stftParam
 
@@ -18762,21 +21290,178 @@ class LinearAttentionParam(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # LinearAttentionParam
+    def AttnType(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.String(o + self._tab.Pos)
+        return None
+
+    # LinearAttentionParam
+    def NumKHeads(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # LinearAttentionParam
+    def NumVHeads(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # LinearAttentionParam
+    def HeadKDim(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # LinearAttentionParam
+    def HeadVDim(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+    # LinearAttentionParam
+    def UseQkL2norm(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(14))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+    # LinearAttentionParam
+    def GateFold(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+    # LinearAttentionParam
+    def GateCoef(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 4))
+        return 0
+
+    # LinearAttentionParam
+    def GateCoefAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Float32Flags, o)
+        return 0
+
+    # LinearAttentionParam
+    def GateCoefLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # LinearAttentionParam
+    def GateCoefIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        return o == 0
+
+    # LinearAttentionParam
+    def GateBias(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 4))
+        return 0
+
+    # LinearAttentionParam
+    def GateBiasAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Float32Flags, o)
+        return 0
+
+    # LinearAttentionParam
+    def GateBiasLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # LinearAttentionParam
+    def GateBiasIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        return o == 0
+
 def LinearAttentionParamStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(9)
+
+def LinearAttentionParamAddAttnType(builder, attnType):
+    builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(attnType), 0)
+
+def LinearAttentionParamAddNumKHeads(builder, numKHeads):
+    builder.PrependInt32Slot(1, numKHeads, 0)
+
+def LinearAttentionParamAddNumVHeads(builder, numVHeads):
+    builder.PrependInt32Slot(2, numVHeads, 0)
+
+def LinearAttentionParamAddHeadKDim(builder, headKDim):
+    builder.PrependInt32Slot(3, headKDim, 0)
+
+def LinearAttentionParamAddHeadVDim(builder, headVDim):
+    builder.PrependInt32Slot(4, headVDim, 0)
+
+def LinearAttentionParamAddUseQkL2norm(builder, useQkL2norm):
+    builder.PrependBoolSlot(5, useQkL2norm, 0)
+
+def LinearAttentionParamAddGateFold(builder, gateFold):
+    builder.PrependBoolSlot(6, gateFold, 0)
+
+def LinearAttentionParamAddGateCoef(builder, gateCoef):
+    builder.PrependUOffsetTRelativeSlot(7, flatbuffers.number_types.UOffsetTFlags.py_type(gateCoef), 0)
+
+def LinearAttentionParamStartGateCoefVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
+
+def LinearAttentionParamAddGateBias(builder, gateBias):
+    builder.PrependUOffsetTRelativeSlot(8, flatbuffers.number_types.UOffsetTFlags.py_type(gateBias), 0)
+
+def LinearAttentionParamStartGateBiasVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
 
 def LinearAttentionParamEnd(builder):
     return builder.EndObject()
 
 
+try:
+    from typing import List
+except:
+    pass
 
 class LinearAttentionParamT(object):
 
     # LinearAttentionParamT
     def __init__(
         self,
+        attnType = None,
+        numKHeads = 0,
+        numVHeads = 0,
+        headKDim = 0,
+        headVDim = 0,
+        useQkL2norm = False,
+        gateFold = False,
+        gateCoef = None,
+        gateBias = None,
     ):
-        pass
+        self.attnType = attnType  # type: Optional[str]
+        self.numKHeads = numKHeads  # type: int
+        self.numVHeads = numVHeads  # type: int
+        self.headKDim = headKDim  # type: int
+        self.headVDim = headVDim  # type: int
+        self.useQkL2norm = useQkL2norm  # type: bool
+        self.gateFold = gateFold  # type: bool
+        self.gateCoef = gateCoef  # type: Optional[List[float]]
+        self.gateBias = gateBias  # type: Optional[List[float]]
 
     @classmethod
     def InitFromBuf(cls, buf, pos):
@@ -18799,10 +21484,63 @@ class LinearAttentionParamT(object):
     def _UnPack(self, linearAttentionParam):
         if linearAttentionParam is None:
             return
+        self.attnType = linearAttentionParam.AttnType()
+        if self.attnType is not None:
+            self.attnType = self.attnType.decode('utf-8')
+        self.numKHeads = linearAttentionParam.NumKHeads()
+        self.numVHeads = linearAttentionParam.NumVHeads()
+        self.headKDim = linearAttentionParam.HeadKDim()
+        self.headVDim = linearAttentionParam.HeadVDim()
+        self.useQkL2norm = linearAttentionParam.UseQkL2norm()
+        self.gateFold = linearAttentionParam.GateFold()
+        if not linearAttentionParam.GateCoefIsNone():
+            if np is None:
+                self.gateCoef = []
+                for i in range(linearAttentionParam.GateCoefLength()):
+                    self.gateCoef.append(linearAttentionParam.GateCoef(i))
+            else:
+                self.gateCoef = linearAttentionParam.GateCoefAsNumpy()
+        if not linearAttentionParam.GateBiasIsNone():
+            if np is None:
+                self.gateBias = []
+                for i in range(linearAttentionParam.GateBiasLength()):
+                    self.gateBias.append(linearAttentionParam.GateBias(i))
+            else:
+                self.gateBias = linearAttentionParam.GateBiasAsNumpy()
 
     # LinearAttentionParamT
     def Pack(self, builder):
+        if self.attnType is not None:
+            attnType = builder.CreateString(self.attnType)
+        if self.gateCoef is not None:
+            if np is not None and type(self.gateCoef) is np.ndarray:
+                gateCoef = builder.CreateNumpyVector(self.gateCoef)
+            else:
+                LinearAttentionParamStartGateCoefVector(builder, len(self.gateCoef))
+                for i in reversed(range(len(self.gateCoef))):
+                    builder.PrependFloat32(self.gateCoef[i])
+                gateCoef = builder.EndVector()
+        if self.gateBias is not None:
+            if np is not None and type(self.gateBias) is np.ndarray:
+                gateBias = builder.CreateNumpyVector(self.gateBias)
+            else:
+                LinearAttentionParamStartGateBiasVector(builder, len(self.gateBias))
+                for i in reversed(range(len(self.gateBias))):
+                    builder.PrependFloat32(self.gateBias[i])
+                gateBias = builder.EndVector()
         LinearAttentionParamStart(builder)
+        if self.attnType is not None:
+            LinearAttentionParamAddAttnType(builder, attnType)
+        LinearAttentionParamAddNumKHeads(builder, self.numKHeads)
+        LinearAttentionParamAddNumVHeads(builder, self.numVHeads)
+        LinearAttentionParamAddHeadKDim(builder, self.headKDim)
+        LinearAttentionParamAddHeadVDim(builder, self.headVDim)
+        LinearAttentionParamAddUseQkL2norm(builder, self.useQkL2norm)
+        LinearAttentionParamAddGateFold(builder, self.gateFold)
+        if self.gateCoef is not None:
+            LinearAttentionParamAddGateCoef(builder, gateCoef)
+        if self.gateBias is not None:
+            LinearAttentionParamAddGateBias(builder, gateBias)
         linearAttentionParam = LinearAttentionParamEnd(builder)
         return linearAttentionParam
 
@@ -18825,21 +21563,107 @@ class FusedLinearParam(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # FusedLinearParam
+    def Convs(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            x = self._tab.Vector(o)
+            x += flatbuffers.number_types.UOffsetTFlags.py_type(j) * 4
+            x = self._tab.Indirect(x)
+            obj = Convolution2D()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+    # FusedLinearParam
+    def ConvsLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # FusedLinearParam
+    def ConvsIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        return o == 0
+
+    # FusedLinearParam
+    def ActSiluMul(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+    # FusedLinearParam
+    def HasLn(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+    # FusedLinearParam
+    def Ln(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            obj = LayerNorm()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+    # FusedLinearParam
+    def LnFold(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
 def FusedLinearParamStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(5)
+
+def FusedLinearParamAddConvs(builder, convs):
+    builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(convs), 0)
+
+def FusedLinearParamStartConvsVector(builder, numElems):
+    return builder.StartVector(4, numElems, 4)
+
+def FusedLinearParamAddActSiluMul(builder, actSiluMul):
+    builder.PrependBoolSlot(1, actSiluMul, 0)
+
+def FusedLinearParamAddHasLn(builder, hasLn):
+    builder.PrependBoolSlot(2, hasLn, 0)
+
+def FusedLinearParamAddLn(builder, ln):
+    builder.PrependUOffsetTRelativeSlot(3, flatbuffers.number_types.UOffsetTFlags.py_type(ln), 0)
+
+def FusedLinearParamAddLnFold(builder, lnFold):
+    builder.PrependBoolSlot(4, lnFold, 0)
 
 def FusedLinearParamEnd(builder):
     return builder.EndObject()
 
 
+try:
+    from typing import List, Optional
+except:
+    pass
 
 class FusedLinearParamT(object):
 
     # FusedLinearParamT
     def __init__(
         self,
+        convs = None,
+        actSiluMul = False,
+        hasLn = False,
+        ln = None,
+        lnFold = False,
     ):
-        pass
+        self.convs = convs  # type: Optional[List[Convolution2DT]]
+        self.actSiluMul = actSiluMul  # type: bool
+        self.hasLn = hasLn  # type: bool
+        self.ln = ln  # type: Optional[LayerNormT]
+        self.lnFold = lnFold  # type: bool
 
     @classmethod
     def InitFromBuf(cls, buf, pos):
@@ -18862,10 +21686,40 @@ class FusedLinearParamT(object):
     def _UnPack(self, fusedLinearParam):
         if fusedLinearParam is None:
             return
+        if not fusedLinearParam.ConvsIsNone():
+            self.convs = []
+            for i in range(fusedLinearParam.ConvsLength()):
+                if fusedLinearParam.Convs(i) is None:
+                    self.convs.append(None)
+                else:
+                    convolution2D_ = Convolution2DT.InitFromObj(fusedLinearParam.Convs(i))
+                    self.convs.append(convolution2D_)
+        self.actSiluMul = fusedLinearParam.ActSiluMul()
+        self.hasLn = fusedLinearParam.HasLn()
+        if fusedLinearParam.Ln() is not None:
+            self.ln = LayerNormT.InitFromObj(fusedLinearParam.Ln())
+        self.lnFold = fusedLinearParam.LnFold()
 
     # FusedLinearParamT
     def Pack(self, builder):
+        if self.convs is not None:
+            convslist = []
+            for i in range(len(self.convs)):
+                convslist.append(self.convs[i].Pack(builder))
+            FusedLinearParamStartConvsVector(builder, len(self.convs))
+            for i in reversed(range(len(self.convs))):
+                builder.PrependUOffsetTRelative(convslist[i])
+            convs = builder.EndVector()
+        if self.ln is not None:
+            ln = self.ln.Pack(builder)
         FusedLinearParamStart(builder)
+        if self.convs is not None:
+            FusedLinearParamAddConvs(builder, convs)
+        FusedLinearParamAddActSiluMul(builder, self.actSiluMul)
+        FusedLinearParamAddHasLn(builder, self.hasLn)
+        if self.ln is not None:
+            FusedLinearParamAddLn(builder, ln)
+        FusedLinearParamAddLnFold(builder, self.lnFold)
         fusedLinearParam = FusedLinearParamEnd(builder)
         return fusedLinearParam
 

