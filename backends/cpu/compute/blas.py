@@ -108,7 +108,10 @@ def blas_threads(n: int | None) -> Iterator[None]:
 
 
 _POOLS: dict[int, ThreadPoolExecutor] = {}
-LANE_MIN_FLOPS = 5e7  # per lane: waking a sleeping lane thread (and its vCPU) costs ~0.1 ms; give it >= ~0.5 ms
+# Per lane: waking a sleeping lane thread (and its vCPU) costs ~0.1 ms, so each lane gets >= ~0.25 ms of work.
+# Same-process A/B, 2 threads (p10 ms at 5e7 / 2.5e7 / 1.2e7): BERT-4L 11.0 / 9.6 / 9.3, ViT-tiny 34.5 / 31.5 /
+# 30.6, ResNet-18 23.5 / 22.9 / 23.2 (1 thread: 11.2, 34.6, 33.4); medians favoured 2.5e7 over 1.2e7 on ResNet-18.
+LANE_MIN_FLOPS = 2.5e7
 
 
 def lane_count(threads: int, flops: float) -> int:
