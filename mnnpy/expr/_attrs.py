@@ -1,4 +1,4 @@
-"""Building `Extra` op parameters (key/value attributes), for ops whose schema table holds no fields here."""
+"""Building `Extra` op parameters (key/value attributes), for ops MNN itself carries as Extra."""
 
 from __future__ import annotations
 
@@ -8,22 +8,6 @@ from typing import Any
 import numpy as np
 
 from mnnpy.schema import mnn_generated as fb
-
-
-class ListValue(fb.ListValueT):
-    """A ListValue of ints or floats. flatc's generated `ListValueT.Pack` cannot pack `i` or `f` (its local `type`
-    shadows the builtin its ndarray check calls), so this one packs the vectors itself.
-    """
-
-    def Pack(self, builder: Any) -> int:
-        ints = builder.CreateNumpyVector(np.asarray(self.i, np.int32)) if self.i is not None else None
-        floats = builder.CreateNumpyVector(np.asarray(self.f, np.float32)) if self.f is not None else None
-        fb.ListValueStart(builder)
-        if ints is not None:
-            fb.ListValueAddI(builder, ints)
-        if floats is not None:
-            fb.ListValueAddF(builder, floats)
-        return fb.ListValueEnd(builder)
 
 
 def attr(key: str, value: Any) -> Any:
@@ -40,7 +24,7 @@ def attr(key: str, value: Any) -> Any:
         a.s = value
     elif isinstance(value, Sequence | np.ndarray):
         arr = np.asarray(value)
-        a.list = ListValue()
+        a.list = fb.ListValueT()
         if arr.dtype.kind in "iub":
             a.list.i = arr.astype(np.int32).ravel()
         else:

@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from mnnpy.expr._attrs import ListValue
 from mnnpy.expr.graph import OP, Node
 from mnnpy.expr.var import Var, to_var
 from mnnpy.schema import mnn_generated as fb
@@ -65,7 +64,7 @@ def from_dict(data: Any, table: str, where: str = "") -> Any:
     where = where or table
     if not isinstance(data, dict):
         raise ValueError(f"mnnpy.expr.jsonop: {where}: expected an object for table {table}, got {data!r}")
-    obj = ListValue() if table == "ListValue" else getattr(fb, f"{table}T")()
+    obj = getattr(fb, f"{table}T")()
     known = set()
     for name, attr, kind in fields(table):
         known.add(name)
