@@ -62,8 +62,9 @@ def _data_input(graph: Graph, node: Node) -> int | None:
     return live[0] if len(live) == 1 else None
 
 
-def per_token(graph: Graph, node: Node, channels: int) -> int | None:
-    """Output channels if `node` maps each token row of its one non-constant input ([..., channels]) on its own."""
+def per_token(graph: Graph, node: Node, channels: int, rank: int = 3) -> int | None:
+    """Output channels if `node` maps each token row of its one non-constant input (rank `rank`, [..., channels])
+    on its own and keeps the rank."""
     slot = _data_input(graph, node)
     if slot is None or len(node.outputs) != 1:
         return None
@@ -75,7 +76,8 @@ def per_token(graph: Graph, node: Node, channels: int) -> int | None:
         return channels if ok else None
     if node.op_type == OT.BinaryOp and len(node.inputs) == 2:
         const = graph.constants[node.inputs[1 - slot]]
-        ok = const.ndim <= 3 and all(d == 1 for d in const.shape[:-1]) and const.shape[-1:] in ((), (1,), (channels,))
+        ok = const.ndim <= rank and all(d == 1 for d in const.shape[:-1]) and \
+            const.shape[-1:] in ((), (1,), (channels,))
         return channels if ok else None
     if node.op_type == OT.MatMul and slot == 0 and node.param is not None and not node.param.transposeA:
         weight = graph.constants[node.inputs[1]]
@@ -117,7 +119,7 @@ class _Sweep:
         source = self.shape(node.inputs[slot]) if slot is not None else None
         if source and node.op_type == OT.Softmax:
             return source
-        width = per_token(self.graph, node, source[-1]) if source else None
+        width = per_token(self.graph, node, source[-1], len(source)) if source else None
         return [*source[:-1], width] if source and width else None
 
     def emit(self, op_type: int, inputs: list[str], out: str | None = None, param_type: int = 0,
@@ -189,7 +191,7 @@ class _Sweep:
     def _per_token(self, node: Node) -> bool:
         slot = _data_input(self.graph, node)
         held = self.held.get(node.inputs[slot]) if slot is not None else None
-        width = per_token(self.graph, node, held.channels) if held is not None else None
+        width = per_token(self.graph, node, held.channels, min(len(held.shape), 3)) if held is not None else None
         if held is None or width is None:
             return False
         phys = self.graph.unique_name(f"{node.outputs[0]}_reordered")
