@@ -15,6 +15,7 @@ from mnnpy.schema import net_to_bytes, save_net
 from .graph import ConvertError, Graph
 from .passes import OPT_IN, run_pipeline
 from .progress import Progress, wanted
+from .quantize_qdq import apply_qdq
 from .static import apply_input_config, fold_static_shapes, read_input_config
 from .writer import graph_to_net
 
@@ -52,12 +53,16 @@ def load_graph(framework: str, model_file: str | Path, prototxt: str | Path | No
         import onnx
 
         from .frontends.onnx import load_onnx
+        from .quantize_qdq import fold_qdq
 
         model = onnx.load(str(path))
         count = len(model.graph.node)
+        qdq = fold_qdq(model)  # QuantizeLinear / DequantizeLinear: int8 again in convert() (converter/quantize_qdq.py)
         bar = Progress(count, wanted(progress, count), f"convert {path.name}")
         try:
-            return load_onnx(model, bar), count
+            graph = load_onnx(model, bar)
+            graph.qdq = qdq
+            return graph, count
         finally:
             bar.close()
     if kind == "TF":
@@ -114,6 +119,8 @@ def convert(model_file: str | Path, mnn_model: str | Path | None, framework: str
         report.passes["fold-static-shapes"] = fold_static_shapes(graph)
     source = {"ONNX": fb.NetSource.ONNX, "TF": fb.NetSource.TENSORFLOW, "CAFFE": fb.NetSource.CAFFE}
     net = graph_to_net(graph, biz_code, source.get(framework.upper(), fb.NetSource.ONNX))
+    if getattr(graph, "qdq", None) is not None:
+        report.passes["qdq-int8"] = apply_qdq(net, graph.qdq)
     if weight_quant_bits:
         from .quantize import quantize_weights
 

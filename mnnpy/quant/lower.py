@@ -176,41 +176,11 @@ def _add_op(op: Any, info: dict[int, Any]) -> Any:
     return new
 
 
-def _average_pool(op: Any) -> bool:
-    return op.type in (OT.Pooling, OT.Pooling3D) and op.main is not None and op.main.type == fb.PoolType.AVEPOOL
-
-
-def _const_op(name: str, out: int, value: float) -> Any:
-    op = fb.OpT()
-    op.type, op.name = OT.Const, name
-    op.outputIndexes = np.asarray([out], np.int32)
-    op.inputIndexes = np.asarray([], np.int32)
-    op.mainType = fb.OpParameter.Blob
-    op.main = fb.BlobT()
-    op.main.dataType, op.main.dataFormat = 1, 0
-    op.main.dims = np.asarray([], np.int32)
-    op.main.float32s = np.asarray([value], np.float32)
-    return op
-
-
-def _round_trip(ops: list[Any], o: int, q: Any, names: list[str], twin_of: Any, floor: bool = False) -> int:
+def _round_trip(ops: list[Any], o: int, q: Any, names: list[str], twin_of: Any) -> int:
     """A float op's output that carries quantInfo is int8 data in MNN: quantise it, and give float readers the
-    dequantised copy (the same rounding MNN's int8 add / layout ops apply; its int8 average pooling truncates,
-    reproduced by shifting just under half a step down before rounding). Returns the copy's index."""
-    src = o
-    if floor:
-        half, src = len(names), len(names) + 1
-        names += [f"{names[o]}__half_step", f"{names[o]}__floor"]
-        ops.append(_const_op(names[half], half, (0.5 - 1e-3) * q.scale))
-        sub = fb.OpT()
-        sub.type, sub.name = OT.BinaryOp, names[src]
-        sub.inputIndexes = np.asarray([o, half], np.int32)
-        sub.outputIndexes = np.asarray([src], np.int32)
-        sub.mainType = fb.OpParameter.BinaryOp
-        sub.main = fb.BinaryOpT()
-        sub.main.opType, sub.main.T = fb.BinaryOpOperation.SUB, 1
-        ops.append(sub)
-    ops.append(_convert_op(OT.FloatToInt8, f"{names[o]}__to_int8", src, twin_of(o),
+    dequantised copy (a float average pool between int8 tensors of different scales included: its float mean is
+    quantised, which lands nearer official MNN than truncating). Returns the copy's index."""
+    ops.append(_convert_op(OT.FloatToInt8, f"{names[o]}__to_int8", o, twin_of(o),
                            _quant_param(1.0 / q.scale, int(q.zero), int(q.min), int(q.max))))
     back = len(names)
     names.append(f"{names[o]}__q")
@@ -259,7 +229,7 @@ def lower_int8(net: Any) -> Any:
             ops.append(op)
             for o in _ints(op.outputIndexes):
                 if o in info and float_uses.get(o) and o not in outputs:
-                    alias[o] = _round_trip(ops, o, info[o], names, twin_of, _average_pool(op))
+                    alias[o] = _round_trip(ops, o, info[o], names, twin_of)
             continue
         ins, o = _data(op), _ints(op.outputIndexes)[0]
         for i in ins:
