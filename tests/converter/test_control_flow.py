@@ -218,3 +218,41 @@ def test_loop_constant_trip_count_is_unrolled(tmp_path: Path) -> None:
     feeds = {"x": rng.uniform(-1, 1, (2, 3)).astype(np.float32), "x0": rng.uniform(-1, 1, (2, 3)).astype(np.float32)}
     net = check_model(model, feeds, tmp_path)
     assert fb.OpType.While not in [op.type for op in net.oplists]
+
+
+def _scan_model() -> Any:
+    """Scan over x [T (run-time), 2, 3] (reversed) and z [T, 3]: state s += x_t * 2 + z_t; scan outputs s
+    (stacked on axis 1) and x_t - s (reversed)."""
+    body = oh.make_graph(
+        [oh.make_node("Mul", ["xt", "two_f"], ["x2"]), oh.make_node("Add", ["x2", "zt"], ["inc"]),
+         oh.make_node("Add", ["s_in", "inc"], ["s_out"]), oh.make_node("Identity", ["s_out"], ["scan_s"]),
+         oh.make_node("Sub", ["xt", "s_out"], ["scan_d"])], "scan_body",
+        [oh.make_tensor_value_info("s_in", F, [2, 3]), oh.make_tensor_value_info("xt", F, [2, 3]),
+         oh.make_tensor_value_info("zt", F, [3])],
+        [oh.make_tensor_value_info(n, F, [2, 3]) for n in ("s_out", "scan_s", "scan_d")])
+    node = oh.make_node("Scan", ["s0", "x", "z"], ["s", "ss", "ds"], body=body, num_scan_inputs=2,
+                        scan_input_directions=[1, 0], scan_output_axes=[1, 0], scan_output_directions=[0, 1])
+    return make_model([node], [("s0", F, [2, 3]), ("x", F, ["T", 2, 3]), ("z", F, ["T", 3])], ["s", "ss", "ds"],
+                      {"two_f": np.float32(2)}, opset=16)
+
+
+def test_scan_with_run_time_length_runs_as_while(tmp_path: Path) -> None:
+    """A Scan whose length is unknown when converting becomes MNN's While (no unrolling); equal to onnxruntime for
+    several lengths in one file, reversed input and output and a scan output stacked on axis 1 included."""
+    from mnnpy.converter import convert
+    from mnnpy.schema import mnn_generated as fb
+
+    model = _scan_model()
+    src, dst = tmp_path / "scan.onnx", tmp_path / "scan.mnn"
+    onnx.save(model, str(src))
+    net, _ = convert(src, dst)
+    assert [op.type for op in net.oplists].count(fb.OpType.While) == 1
+    rng = np.random.default_rng(11)
+    for steps in (1, 4, 7):
+        feeds = {"s0": rng.uniform(-1, 1, (2, 3)).astype(np.float32),
+                 "x": rng.uniform(-1, 1, (steps, 2, 3)).astype(np.float32),
+                 "z": rng.uniform(-1, 1, (steps, 3)).astype(np.float32)}
+        refs = run_ort(model, feeds)
+        gots = _run_mnnpy_all(dst, feeds, ["s", "ss", "ds"])
+        for name, ref, got in zip(("s", "ss", "ds"), refs, gots, strict=True):
+            assert got.shape == ref.shape and rel_diff(got, ref) <= 1e-5, (steps, name)

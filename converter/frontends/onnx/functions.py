@@ -47,8 +47,34 @@ def _with_defaults(onnx: Any, node: Any, opset: int) -> dict[str, Any]:
     return attrs
 
 
+def _renamed_graph(onnx: Any, graph: Any, outer: Any) -> Any:
+    """A copy of control-flow body `graph` whose reads of enclosing-scope tensors go through `outer` (recursively)."""
+    copy = onnx.GraphProto()
+    copy.CopyFrom(graph)
+    local = {i.name for i in copy.input} | {i.name for i in copy.initializer}
+    local |= {out for node in copy.node for out in node.output}
+
+    def rename(name: str) -> str:
+        return name if not name or name in local else outer(name)
+
+    for node in copy.node:
+        inputs = [rename(n) for n in node.input]
+        del node.input[:]
+        node.input.extend(inputs)
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                attr.g.CopyFrom(_renamed_graph(onnx, attr.g, rename))
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for g in attr.graphs:
+                    g.CopyFrom(_renamed_graph(onnx, g, rename))
+    for out in copy.output:
+        out.name = rename(out.name)
+    return copy
+
+
 def expand_node(onnx: Any, node: Any, opset: int, input_types: list[Any], prefix: str) -> list[Any] | None:
-    """The function-body nodes of `node` with tensors renamed into the graph, or None if it has no body."""
+    """The function-body nodes of `node` with tensors renamed into the graph (inside control-flow bodies too), or None
+    if it has no body."""
     function = _function_proto(onnx, node, opset, input_types)
     if function is None:
         return None
@@ -80,6 +106,14 @@ def expand_node(onnx: Any, node: Any, opset: int, input_types: list[Any], prefix
                 copy = onnx.AttributeProto()
                 copy.CopyFrom(attrs[attr.ref_attr_name])
                 copy.name = attr.name
+                new.attribute.append(copy)
+            elif attr.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+                copy = onnx.AttributeProto()
+                copy.CopyFrom(attr)
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    copy.g.CopyFrom(_renamed_graph(onnx, attr.g, rename))
+                for g in copy.graphs:
+                    g.CopyFrom(_renamed_graph(onnx, g, rename))
                 new.attribute.append(copy)
             else:
                 new.attribute.append(attr)

@@ -124,6 +124,13 @@ def _convert_node(ctx: Context, onnx: Any, proto: Any, index: int, depth: int = 
             _convert_node(ctx, onnx, inner, i, depth + 1)
 
 
+def convert_nodes(ctx: Context, nodes: list[Any]) -> None:
+    """Convert ONNX NodeProtos built by a converter function (a rewrite into other ONNX ops)."""
+    onnx = _import_onnx()
+    for i, proto in enumerate(nodes):
+        _convert_node(ctx, onnx, proto, i)
+
+
 def convert_subgraph(ctx: Context, graph: Any, prefix: str, bindings: dict[str, str] | None = None) -> list[str]:
     """Convert a control-flow body's nodes into the main graph (tensors renamed with `prefix`; outer-scope names
     kept; body inputs named in `bindings` read those tensors instead); returns the body's output names."""

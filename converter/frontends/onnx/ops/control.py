@@ -10,8 +10,8 @@ from mnnpy.schema import mnn_generated as fb
 
 from ..bodies import convert_body, convert_loop_body, if_param, typed_loop_body
 from ..context import OP, PARAM, Context, OnnxNode
-from ..functions import UseFunctionBody
 from ..registry import onnx_op
+from .scan_loop import scan_as_loop
 
 
 def _static(ctx: Context, name: str) -> bool:
@@ -70,33 +70,38 @@ def _stack(ctx: Context, parts: list[str], axis: int, output: str) -> None:
     ctx.emit(OP.Concat, expanded, [output], PARAM.Axis, param)
 
 
+SCAN_UNROLL_LIMIT = 64  # longer (or run-time) sequences run as a While instead of being unrolled
+
+
 @onnx_op("Scan", since=9)
 def scan(ctx: Context, node: OnnxNode, *, body: Any = None, num_scan_inputs: int = 0,
          scan_input_axes: list[int] | None = None, scan_input_directions: list[int] | None = None,
          scan_output_axes: list[int] | None = None, scan_output_directions: list[int] | None = None) -> None:
-    """Scan -> the body converted once per step (static sequence length), states threaded, outputs stacked."""
+    """Scan -> the body converted once per step (static sequence length up to UNROLL_LIMIT), states threaded, outputs
+    stacked; otherwise an ONNX Loop around the body (`scan_loop`), i.e. MNN's While."""
     from ..loader import convert_subgraph
 
     n_state = len(node.inputs) - num_scan_inputs
     scan_ins = node.inputs[n_state:]
     in_axes = scan_input_axes or [0] * num_scan_inputs
     in_dirs = scan_input_directions or [0] * num_scan_inputs
+    n_scan_out = len(body.output) - n_state
+    out_axes = scan_output_axes or [0] * n_scan_out
+    out_dirs = scan_output_directions or [0] * n_scan_out
     lengths = set()
     for name, axis in zip(scan_ins, in_axes, strict=True):
         shape = ctx.shape(name)
-        if shape is None or shape[axis] is None:
-            raise UseFunctionBody(f"{node.label()}: needs a static sequence length")
-        lengths.add(int(shape[axis]))
-    if len(lengths) != 1:
-        raise UseFunctionBody(f"{node.label()}: scan inputs disagree on the sequence length")
-    steps = lengths.pop()
+        lengths.add(None if shape is None or shape[axis] is None else int(shape[axis]))
+    if None in lengths or len(lengths) != 1 or lengths.pop() > SCAN_UNROLL_LIMIT:
+        scan_as_loop(ctx, node, body, n_state, in_axes, in_dirs, out_axes, out_dirs)
+        return
+    steps = int(ctx.shape(scan_ins[0])[in_axes[0]])
     sliced = []
     for name, axis, direction in zip(scan_ins, in_axes, in_dirs, strict=True):
         parts = _slices(ctx, name, axis % max(ctx.need_rank(node, name), 1), steps)
         sliced.append(parts[::-1] if direction else parts)
     body_inputs = [i.name for i in body.input]
     states = list(node.inputs[:n_state])
-    n_scan_out = len(body.output) - n_state
     collected: list[list[str]] = [[] for _ in range(n_scan_out)]
     for t in range(steps):
         bindings = dict(zip(body_inputs, states + [parts[t] for parts in sliced], strict=True))
@@ -107,8 +112,6 @@ def scan(ctx: Context, node: OnnxNode, *, body: Any = None, num_scan_inputs: int
     for k in range(n_state):
         if k < len(node.outputs) and node.outputs[k]:
             ctx.alias(states[k], node.outputs[k])
-    out_axes = scan_output_axes or [0] * n_scan_out
-    out_dirs = scan_output_directions or [0] * n_scan_out
     for k in range(n_scan_out):
         target = node.outputs[n_state + k] if n_state + k < len(node.outputs) else ""
         if target:
