@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 
 from mnnpy.expr import math as m
-from mnnpy.expr._attrs import extra
 from mnnpy.expr.enums import Interp_Method, Pooling_Mode, data_format
 from mnnpy.expr.var import Var, apply, to_var
 from mnnpy.schema import mnn_generated as fb
@@ -89,9 +88,8 @@ def crop_and_resize(x: Any, boxes: Any, box_ind: Any, crop_size: Any, method: An
     """TensorFlow's crop_and_resize of an NHWC image: boxes [n, 4] as normalised (y1, x1, y2, x2), box_ind [n],
     crop_size [2]; result NHWC [n, crop_h, crop_w, C] (MNN: `expr.crop_and_resize`, CropAndResize op).
 
-    The schema's CropAndResize table has no fields here, so the default (bilinear, extrapolation 0) is written as
-    that table (what MNN reads when the fields are absent); NEAREST or another extrapolation value is carried in
-    an Extra parameter (attributes `method`, `extrapolation_value`) that only mnnpy reads.
+    `method` (BILINEAR or NEAREST) and `extrapolation_value` (the value of samples outside the image) go into the
+    op's CropAndResize table, as MNN's expr writes them.
     """
     image = _float_var(x)
     b = _float_var(boxes)
@@ -106,11 +104,13 @@ def crop_and_resize(x: Any, boxes: Any, box_ind: Any, crop_size: Any, method: An
         raise ValueError(f"mnnpy.expr.crop_and_resize: box_ind must be [{b.shape[0]}], got {ind.shape}")
     if size.shape != [2]:
         raise ValueError(f"mnnpy.expr.crop_and_resize: crop_size must be [2], got {size.shape}")
-    nearest = (method.value if hasattr(method, "value") else int(method)) == Interp_Method.NEAREST.value
+    code = method.value if hasattr(method, "value") else int(method)
+    if code not in (Interp_Method.BILINEAR.value, Interp_Method.NEAREST.value):
+        raise ValueError(f"mnnpy.expr.crop_and_resize: method must be BILINEAR or NEAREST, got {method!r}")
     if image.data_format != data_format.NHWC:
         image = m.convert(image, data_format.NHWC)
-    if not nearest and float(extrapolation_value) == 0.0:
-        return apply(OT.CropAndResize, [image, b, ind, size], PT.CropAndResize, fb.CropAndResizeT())
-    params = extra("CropAndResize", "mnnpy", method="NEAREST" if nearest else "BILINEAR",
-                   extrapolation_value=float(extrapolation_value))
-    return apply(OT.CropAndResize, [image, b, ind, size], PT.Extra, params)
+    params = fb.CropAndResizeT()
+    params.method = fb.CropAndResizeMethod.NEAREST if code == Interp_Method.NEAREST.value else \
+        fb.CropAndResizeMethod.BILINEAR
+    params.extrapolationValue = float(extrapolation_value)
+    return apply(OT.CropAndResize, [image, b, ind, size], PT.CropAndResize, params)

@@ -9,12 +9,15 @@ from typing import Any
 
 import numpy as np
 import pytest
+from mnnpy.schema import load_net, save_net
+from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.errors import ModelError
 from support import official
 
 import mnnpy.expr as F  # noqa: N812 - the alias MNN scripts use
 
 RNG = np.random.default_rng(11)
+OT, PT = fb.OpType, fb.OpParameter
 
 
 def _rois(n: int, batch: int, h: int, w: int, scale: float) -> np.ndarray:
@@ -223,3 +226,61 @@ def test_saved_roi_and_crop_graph_runs_in_official(tmp_path: Path) -> None:
     x.write(data)
     for v in (pooled, aligned, crop):
         np.testing.assert_allclose(theirs[v.name], v.read(), rtol=1e-5, atol=1e-5, err_msg=v.name)
+
+
+@pytest.mark.parametrize(("nearest", "extrapolation"), [(True, 2.5), (False, -4.0), (True, 0.0)])
+def test_crop_settings_are_mnns_table_and_take_effect_in_official(tmp_path: Path, nearest: bool,
+                                                                  extrapolation: float) -> None:
+    """method / extrapolation value travel in the CropAndResize table (as MNN's expr writes them): a saved graph runs
+    in official MNN with the settings in force and gives mnnpy's result bit for bit (samples on the border and half
+    way between pixels included: the boxes put some there), and a graph saved by official MNN runs the same here."""
+    mnn = official.require_mnn()
+    data = RNG.normal(size=(1, 3, 7, 6)).astype(np.float32)
+    boxes = np.array([[-0.4, -0.3, 0.6, 0.9], [0.1, 0.2, 1.4, 0.7], [0.05, 0.3, 0.95, 0.8]], np.float32)
+    ind = np.zeros(3, np.int32)
+
+    def graph(mod: Any, near: bool, value: float) -> tuple[Any, Any]:
+        x = mod.placeholder([1, 3, 7, 6], mod.NCHW)
+        x.name = "data"
+        y = mod.crop_and_resize(mod.convert(x, mod.NHWC), mod.const(boxes, [3, 4]), mod.const(ind, [3], mod.NCHW,
+                                mod.int), mod.const(np.array([4, 5], np.int32), [2], mod.NCHW, mod.int),
+                                mod.NEAREST if near else mod.BILINEAR, value)
+        y = mod.convert(y, mod.NCHW)
+        y.name = "crop"
+        return x, y
+
+    x, y = graph(F, nearest, extrapolation)
+    x.write(data)
+    ours = y.read()
+    F.save([y], tmp_path / "ours.mnn")
+    op = next(o for o in load_net(tmp_path / "ours.mnn").oplists if o.type == OT.CropAndResize)
+    assert op.mainType == PT.CropAndResize
+    assert (op.main.method, op.main.extrapolationValue) == (int(nearest), extrapolation)
+    theirs = official.run(tmp_path / "ours.mnn", {"data": data})["crop"]
+    np.testing.assert_array_equal(theirs, ours)
+    assert np.all(theirs[0, :, :2] == extrapolation)  # box 0's first two rows lie above the image
+    dx, dy = graph(F, False, 0.0)
+    dx.write(data)
+    assert not np.allclose(theirs, dy.read(), atol=1e-3)  # the settings changed official's result
+    _, oy = graph(mnn.expr, nearest, extrapolation)
+    mnn.expr.save([oy], str(tmp_path / "theirs.mnn"))
+    loaded = F.load_as_dict(tmp_path / "theirs.mnn")
+    loaded["data"].write(data)
+    np.testing.assert_array_equal(loaded["crop"].read(), theirs)
+
+
+def test_crop_param_of_the_wrong_kind_is_a_model_error(tmp_path: Path) -> None:
+    img = F.const(np.zeros((1, 4, 4, 1), np.float32), [1, 4, 4, 1], F.NHWC)
+    y = F.crop_and_resize(img, F.const([0.0, 0.0, 1.0, 1.0], [1, 4]), F.const([0], [1], F.NCHW, F.int),
+                          F.const([2, 2], [2], F.NCHW, F.int))
+    y.name = "crop"
+    F.save([y], tmp_path / "crop.mnn")
+    net = load_net(tmp_path / "crop.mnn")
+    op = next(o for o in net.oplists if o.type == OT.CropAndResize)
+    op.main.method = 7
+    save_net(net, tmp_path / "bad.mnn")
+    with pytest.raises(ModelError, match=r"'crop' \(CropAndResize\): unknown method 7"):
+        F.load_as_dict(tmp_path / "bad.mnn")["crop"].read()
+    with pytest.raises(ValueError, match="method must be BILINEAR or NEAREST"):
+        F.crop_and_resize(img, F.const([0.0, 0.0, 1.0, 1.0], [1, 4]), F.const([0], [1], F.NCHW, F.int),
+                          F.const([2, 2], [2], F.NCHW, F.int), 5)
