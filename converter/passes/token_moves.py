@@ -97,27 +97,49 @@ def _grow(graph: Graph, seed: Node, general: bool) -> tuple[list[Node], str] | N
     return chain, sources.pop()
 
 
+def _reshape_dims(graph: Graph, node: Node) -> list[int]:
+    return [int(d) for d in np.asarray(graph.constants[node.inputs[1]]).ravel()]
+
+
 def _mapping(graph: Graph, chain: list[Node], source: str, sink: str) -> TokenMove | None:
-    """Run the chain on element numbers; a TokenMove if it only reorders whole channel rows."""
+    """Run the chain on element numbers; a TokenMove if it only reorders whole channel rows. A -1 in the first
+    Reshape (torch's `view(-1, ...)`) is resolved with the size of a fully known Reshape of the chain."""
     first = [n for n in chain if source in n.inputs]
     if len(first) != 1 or first[0].op_type != OT.Reshape:
         return None
-    shape = np.asarray(graph.constants[first[0].inputs[1]]).ravel()
-    if shape.size < 2 or np.any(shape <= 0):
+    shape = _reshape_dims(graph, first[0])
+    if len(shape) < 2 or 0 in shape or any(d < -1 for d in shape) or shape.count(-1) > 1:
         return None
-    values = {source: np.arange(int(np.prod(shape)), dtype=np.int64).reshape([int(s) for s in shape])}
+    if -1 not in shape:
+        return _run(graph, chain, source, sink, shape)
+    known = {int(np.prod(dims)) for n in chain if n.op_type == OT.Reshape
+             for dims in [_reshape_dims(graph, n)] if all(d > 0 for d in dims)}
+    rest = -int(np.prod(shape))
+    for total in sorted(known):
+        if total % rest == 0:
+            move = _run(graph, chain, source, sink, [total // rest if d == -1 else d for d in shape])
+            if move is not None:
+                return move
+    return None
+
+
+def _run(graph: Graph, chain: list[Node], source: str, sink: str, shape: list[int]) -> TokenMove | None:
+    values = {source: np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)}
     pending = list(chain)
     while pending:
         ready = [n for n in pending if all(i in values or i in graph.constants for i in n.inputs)]
         if not ready:
             return None
         for node in ready:
-            result = evaluate(node, [values[i] if i in values else graph.constants[i] for i in node.inputs])
+            try:
+                result = evaluate(node, [values[i] if i in values else graph.constants[i] for i in node.inputs])
+            except (ValueError, IndexError):  # the chain does not fit this size
+                return None
             if result is None:
                 return None
             values[node.outputs[0]] = result[0]
             pending.remove(node)
-    out, channels = values[sink], int(shape[-1])
+    out, channels = values[sink], shape[-1]
     if out.ndim < 2 or out.shape[-1] != channels or out.size != values[source].size:
         return None
     rows = out.reshape(-1, channels)
