@@ -10,7 +10,6 @@ import numpy as np
 from mnnpy.expr import math as m
 from mnnpy.expr import reduce as r
 from mnnpy.expr import shape_ops as s
-from mnnpy.expr._attrs import extra
 from mnnpy.expr.var import Var, apply, const_of, to_var
 from mnnpy.schema import mnn_generated as fb
 
@@ -69,8 +68,7 @@ def detection_post_process(encode_boxes: Any, class_predictions: Any, anchors: A
 
     `encode_boxes` [1, n, 4], `class_predictions` [1, n, num_classes (+1 background)], `anchors` [n, 4] as
     (ycenter, xcenter, h, w); `nms_threshold` is the score threshold, `centersize_encoding` the (y, x, h, w)
-    scales. The schema's DetectionPostProcessParam table has no fields here, so the settings are written as Extra
-    attributes under MNN's field names (mnnpy reads them; official MNN does not).
+    scales. The settings go into the op's DetectionPostProcessParam table, as MNN's expr writes them.
     """
     enc = m.cast(to_var(encode_boxes), np.float32)
     cls = m.cast(to_var(class_predictions), np.float32)
@@ -81,9 +79,11 @@ def detection_post_process(encode_boxes: Any, class_predictions: Any, anchors: A
     if enc.ndim != 3 or enc.shape[0] != 1 or cls.ndim != 3 or anc.ndim != 2:
         raise ValueError(f"mnnpy.expr.detection_post_process: expected encode_boxes [1, n, 4], class_predictions "
                          f"[1, n, classes], anchors [n, 4]; got {enc.shape}, {cls.shape}, {anc.shape}")
-    params = extra("DetectionPostProcess", "mnnpy", maxDetections=int(max_detections),
-                   maxClassesPerDetection=int(max_class_per_detection), detectionsPerClass=int(detections_per_class),
-                   nmsScoreThreshold=float(nms_threshold), iouThreshold=float(iou_threshold),
-                   numClasses=int(num_classes), useRegularNMS=bool(use_regular_nms), centerSizeEncoding=scales)
-    return apply(fb.OpType.DetectionPostProcess, [enc, cls, anc], fb.OpParameter.Extra, params, n_out=4,
-                 dtypes=[np.float32] * 4)
+    params = fb.DetectionPostProcessParamT()
+    params.maxDetections, params.maxClassesPerDetection = int(max_detections), int(max_class_per_detection)
+    params.detectionsPerClass, params.numClasses = int(detections_per_class), int(num_classes)
+    params.nmsScoreThreshold, params.iouThreshold = float(nms_threshold), float(iou_threshold)
+    params.useRegularNms = bool(use_regular_nms)  # flatc's object-API name of useRegularNMS
+    params.centerSizeEncoding = np.array(scales, np.float32)
+    return apply(fb.OpType.DetectionPostProcess, [enc, cls, anc], fb.OpParameter.DetectionPostProcessParam, params,
+                 n_out=4, dtypes=[np.float32] * 4)

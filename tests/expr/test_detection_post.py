@@ -154,3 +154,82 @@ def test_detection_post_process_bad_input() -> None:
         F.detection_post_process(enc, cls, anchors[:5], 3, 5, 1, 2, 0.3, 0.5, False, SCALES)[0].read()
     with pytest.raises(ModelError, match="must be positive"):
         F.detection_post_process(enc, cls, anchors, 3, 0, 1, 2, 0.3, 0.5, False, SCALES)[0].read()
+
+
+# the saved-graph round trip in a child process (official MNN may crash): run our file, then build the same graph
+# with official MNN's expr, save it and run it
+_FILE_CHILD = """
+import sys, numpy as np, MNN.expr as E
+sys.path.insert(0, sys.argv[1])
+from support import official
+d = np.load(sys.argv[2])
+feeds = {"enc": d["enc"], "cls": d["cls"]}
+ours = official.run(sys.argv[3], feeds)
+enc, cls = E.placeholder(list(d["enc"].shape), E.NCHW), E.placeholder(list(d["cls"].shape), E.NCHW)
+enc.name, cls.name = "enc", "cls"
+args = [int(v) for v in d["ints"]] + [float(v) for v in d["floats"]] + [False, [float(v) for v in d["scales"]]]
+outs = E.detection_post_process(enc, cls, E.const(d["anchors"], list(d["anchors"].shape)), *args)
+outs[0].name = "det"
+E.save(list(outs), sys.argv[4])
+theirs = official.run(sys.argv[4], feeds)
+# outputs by name order: "det:0".."det:3" (mnnpy's file), "det", "det1".."det3" (official's)
+np.savez(sys.argv[5], *[ours[k] for k in sorted(ours)], *[theirs[k] for k in sorted(theirs)])
+"""
+
+
+@pytest.mark.parametrize(("n", "classes", "max_det", "score", "iou"), [(24, 3, 4, 0.2, 0.5), (30, 4, 12, 0.6, 0.3)])
+def test_saved_graph_carries_mnns_param_table_both_ways(tmp_path: Path, n: int, classes: int, max_det: int,
+                                                        score: float, iou: float) -> None:
+    """detection_post_process writes MNN's DetectionPostProcessParam table: official MNN runs a graph saved here with
+    the same detections as mnnpy, and mnnpy runs a graph saved by official MNN with official's detections."""
+    official.require_mnn()
+    enc, cls, anchors = _inputs(n, classes)
+    e, c = F.placeholder(list(enc.shape)), F.placeholder(list(cls.shape))
+    e.name, c.name = "enc", "cls"
+    outs = F.detection_post_process(e, c, F.const(anchors, list(anchors.shape)), classes, max_det, 1, 2, score, iou,
+                                    False, SCALES)
+    outs[0].name = "det"
+    F.save(outs, tmp_path / "ours.mnn")
+    e.write(enc)
+    c.write(cls)
+    ours = [np.asarray(v.read()) for v in outs]
+    np.savez(tmp_path / "in.npz", enc=enc, cls=cls, anchors=anchors, ints=np.array([classes, max_det, 1, 2]),
+             floats=np.array([score, iou]), scales=np.array(SCALES))
+    proc = subprocess.run([sys.executable, "-c", _FILE_CHILD, str(Path(official.__file__).parents[1]),
+                           str(tmp_path / "in.npz"), str(tmp_path / "ours.mnn"), str(tmp_path / "theirs.mnn"),
+                           str(tmp_path / "out.npz")], capture_output=True, text=True, timeout=120, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"official MNN failed (rc {proc.returncode}): {proc.stderr[-1000:]}")
+    res = np.load(tmp_path / "out.npz")
+    from_our_file, from_their_file = [res[f"arr_{k}"] for k in range(4)], [res[f"arr_{k}"] for k in range(4, 8)]
+    count = int(ours[3][0])
+    assert 0 < count <= max_det and count < n  # the thresholds and the limit did something
+    loaded = F.load_as_dict(tmp_path / "theirs.mnn")
+    loaded["enc"].write(enc)
+    loaded["cls"].write(cls)
+    from_their_file_here = [np.asarray(loaded[k].read()) for k in ("det", "det1", "det2", "det3")]
+    for got in (from_our_file, from_their_file, from_their_file_here):
+        assert int(got[3][0]) == count
+        for o, t in zip(ours[:3], got[:3], strict=True):  # rows past the count are unspecified in MNN
+            np.testing.assert_allclose(t[0, :count], o[0, :count], rtol=1e-5, atol=1e-6)
+
+
+def test_param_of_the_wrong_kind_is_a_model_error(tmp_path: Path) -> None:
+    from mnnpy.schema import load_net, save_net
+    from mnnpy.schema import mnn_generated as fb
+
+    anchors = _inputs(8, 3)[2]
+    outs = F.detection_post_process(F.placeholder([1, 8, 4]), F.placeholder([1, 8, 4]), anchors, 3, 5, 1, 2, 0.3,
+                                    0.5, False, SCALES)
+    outs[0].name = "det"
+    F.save(outs, tmp_path / "det.mnn")
+    net = load_net(tmp_path / "det.mnn")
+    op = next(o for o in net.oplists if o.type == fb.OpType.DetectionPostProcess)
+    op.main.centerSizeEncoding = np.array([10.0, 10.0, 5.0], np.float32)
+    save_net(net, tmp_path / "bad.mnn")
+    with pytest.raises(ModelError, match=r"\(DetectionPostProcess\): centerSizeEncoding must be 4 positive scales"):
+        F.load_as_list(tmp_path / "bad.mnn")[0].read()
+    op.mainType, op.main = fb.OpParameter.NONE, None
+    save_net(net, tmp_path / "bad2.mnn")
+    with pytest.raises(ModelError, match="needs a DetectionPostProcessParam parameter"):
+        F.load_as_list(tmp_path / "bad2.mnn")[0].read()

@@ -1,8 +1,6 @@
 """Shapes of DetectionPostProcess (TFLite's SSD post-processing; MNN: ShapeDetectionPostProcess).
-
-The schema's DetectionPostProcessParam table has no fields here, so the parameters travel as Extra attributes
-named after MNN's fields (maxDetections, maxClassesPerDetection, detectionsPerClass, nmsScoreThreshold,
-iouThreshold, numClasses, useRegularNMS, centerSizeEncoding).
+The settings are the op's DetectionPostProcessParam table (maxDetections, maxClassesPerDetection,
+detectionsPerClass, nmsScoreThreshold, iouThreshold, numClasses, useRegularNMS, centerSizeEncoding).
 """
 
 from __future__ import annotations
@@ -14,7 +12,6 @@ import numpy as np
 
 from mnnpy.core.ir import NCHW, TensorDesc
 from mnnpy.core.registry import shape_fn
-from mnnpy.core.shape.raster_op import extra_attrs
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.errors import ModelError
 
@@ -44,23 +41,16 @@ class PostProcessParams:
 
 
 def params_of(op: Any) -> PostProcessParams:
-    """The op's settings from its Extra attributes (ModelError naming the op when one is missing)."""
-    attrs = extra_attrs(op)
+    """The op's settings from its DetectionPostProcessParam table (ModelError naming the op when they are bad)."""
     kind = f"op {op.name!r} (DetectionPostProcess)"
-
-    def get(key: str, field: str) -> Any:
-        if key not in attrs:
-            raise ModelError(f"{kind}: attribute {key!r} is missing")
-        return getattr(attrs[key], field)
-
-    enc = attrs.get("centerSizeEncoding")
-    scales = [float(v) for v in enc.list.f] if enc is not None and enc.list is not None and enc.list.f is not None \
-        else []
+    if op.mainType != fb.OpParameter.DetectionPostProcessParam or op.main is None:
+        raise ModelError(f"{kind}: needs a DetectionPostProcessParam parameter, got union member {op.mainType}")
+    t = op.main
+    scales = [float(v) for v in t.centerSizeEncoding] if t.centerSizeEncoding is not None else []
     if len(scales) != 4 or min(scales) <= 0:
         raise ModelError(f"{kind}: centerSizeEncoding must be 4 positive scales (y, x, h, w), got {scales}")
-    p = PostProcessParams(int(get("maxDetections", "i")), int(get("maxClassesPerDetection", "i")),
-                          int(get("detectionsPerClass", "i")), float(get("nmsScoreThreshold", "f")),
-                          float(get("iouThreshold", "f")), int(get("numClasses", "i")), bool(get("useRegularNMS", "b")),
+    p = PostProcessParams(int(t.maxDetections), int(t.maxClassesPerDetection), int(t.detectionsPerClass),
+                          float(t.nmsScoreThreshold), float(t.iouThreshold), int(t.numClasses), bool(t.useRegularNms),
                           (scales[0], scales[1], scales[2], scales[3]))
     if min(p.max_detections, p.max_classes_per_detection, p.num_classes) <= 0 or p.detections_per_class <= 0:
         raise ModelError(f"{kind}: maxDetections, maxClassesPerDetection, detectionsPerClass and numClasses must be "
