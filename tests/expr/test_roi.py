@@ -284,3 +284,15 @@ def test_crop_param_of_the_wrong_kind_is_a_model_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="method must be BILINEAR or NEAREST"):
         F.crop_and_resize(img, F.const([0.0, 0.0, 1.0, 1.0], [1, 4]), F.const([0], [1], F.NCHW, F.int),
                           F.const([2, 2], [2], F.NCHW, F.int), 5)
+
+
+def test_jsonop_crop_and_resize_uses_the_table_fields() -> None:
+    """MNN's JSON op description names the table's fields; jsonop builds the same op as crop_and_resize."""
+    img = RNG.normal(size=(1, 5, 6, 2)).astype(np.float32)
+    ins = [F.const(img, [1, 5, 6, 2], F.NHWC), F.const([-0.2, 0.1, 0.7, 1.3], [1, 4]), F.const([0], [1], F.NCHW, F.int),
+           F.const([3, 4], [2], F.NCHW, F.int)]
+    desc = ('{"type": "CropAndResize", "main_type": "CropAndResize", '
+            '"main": {"extrapolationValue": -1.5, "method": "NEAREST"}}')
+    (y,) = F.jsonop(ins, desc, 1)
+    np.testing.assert_array_equal(y.read(), F.crop_and_resize(*ins, F.NEAREST, -1.5).read())
+    assert (y.read() == -1.5).any()
