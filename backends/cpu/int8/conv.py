@@ -58,12 +58,20 @@ class Int8ConvParams:
             self.out_bias = np.asarray(self.out_bias, np.float32).ravel()
         self.wsum = (self.weight.reshape(oc, -1).astype(np.int64) - self.weight_zero).sum(axis=1)
 
-    def requantize(self, acc: np.ndarray) -> np.ndarray:
-        """int8 codes [m, oc] of exact accumulators [m, oc] (``accumulate``)."""
-        if self.out_bias is None:
-            return post_treat(acc + self.bias, self.multiplier, self.out_zero, self.lo, self.hi)
-        return post_treat(acc + (self.bias + INPUT_OFFSET * self.wsum), self.multiplier, self.out_zero, self.lo,
-                          self.hi, self.post_scale, self.out_bias)
+    def offset(self) -> np.ndarray:
+        """int64 per-channel term added to the accumulators before requantisation (bias, and MNN's uint8 offset)."""
+        return self.bias if self.out_bias is None else self.bias + INPUT_OFFSET * self.wsum
+
+    def requantize(self, acc: np.ndarray, acc_bound: float = float("inf")) -> np.ndarray:
+        """int8 codes [m, oc] of exact accumulators [m, oc] (``accumulate``: integers in any dtype, ``|acc| <=
+        acc_bound``). ``acc + offset`` is rounded to float32 once, as MNN's int32 -> float conversion."""
+        offset = self.offset()
+        if acc.dtype == np.float32 and acc_bound + float(np.abs(offset).max(initial=0)) < (1 << 24):
+            total = acc + offset.astype(np.float32)  # exact: integers below 2**24
+        else:
+            total = (acc.astype(np.float64) + offset).astype(np.float32)  # exact sum, one rounding to float32
+        return post_treat(total, self.multiplier, self.out_zero, self.lo, self.hi, None if self.out_bias is None
+                          else self.post_scale, self.out_bias)
 
 
 def out_size(size: int, k: int, s: int, d: int, pad_b: int, pad_e: int) -> int:
@@ -106,6 +114,7 @@ class Int8Conv:
         tap_bound = icg * (128 + abs(params.in_zero)) * max(int(np.abs(wz).max(initial=0)), 1)
         self.carrier = np.float32 if tap_bound < (1 << 24) else np.float64  # one tap's GEMM is exact in it
         self.acc_dtype = np.float32 if tap_bound * self.taps < (1 << 24) else np.float64  # so is the tap sum
+        self.acc_bound = float(tap_bound * self.taps)
         self.dw3x3 = params.depthwise and (kh, kw) == (3, 3) and params.dilation == (1, 1)
         if params.depthwise:
             self.table, oh, ow = (None, *self._dw_out(h, w)) if self.dw3x3 else indirection_table(n, h, w, params)
@@ -133,7 +142,8 @@ class Int8Conv:
         return rows
 
     def accumulate(self, x: np.ndarray) -> np.ndarray:
-        """Exact int64 accumulators [n*oh*ow, oc] of an int8 NCHW input (bias not included)."""
+        """Exact accumulators [n*oh*ow, oc] of an int8 NCHW input, integers held in ``acc_dtype`` (bias not
+        included)."""
         p = self.p
         if self.dw3x3:
             acc = self._dw3x3(x)
@@ -154,7 +164,7 @@ class Int8Conv:
                     dst = acc[:, g * og:(g + 1) * og]
                     for t in range(self.taps):
                         dst += src[self.table[t]] @ self.w_taps[g, t]
-        return acc.astype(np.int64)  # the float carriers hold exact integers
+        return acc  # the float carriers hold exact integers
 
     def _dw3x3(self, x: np.ndarray) -> np.ndarray:
         """3x3 depthwise: nine strided views of the zero-padded, widened NHWC input (no table, no gather)."""
@@ -176,7 +186,7 @@ class Int8Conv:
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """int8 NCHW ``x`` -> int8 NCHW ``out`` (requantised inside)."""
         p = self.p
-        q = p.requantize(self.accumulate(x))
+        q = p.requantize(self.accumulate(x), self.acc_bound)
         n, oc, oh, ow = self.out_shape
         out[...] = q.reshape(n, oh, ow, oc).transpose(0, 3, 1, 2)
 

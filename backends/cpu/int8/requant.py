@@ -30,12 +30,12 @@ def roundf(f: np.ndarray) -> np.ndarray:
 
 def post_treat(acc: np.ndarray, scale: np.ndarray, zero_point: int, lo: int, hi: int,
                post_scale: float | None = None, bias: np.ndarray | None = None) -> np.ndarray:
-    """int8 ``clamp(zero_point + round(f), lo, hi)`` of int accumulators, per channel on the last axis.
+    """int8 ``clamp(zero_point + round(f), lo, hi)`` of accumulators, per channel on the last axis.
 
     ``f = float32(acc) * scale [* post_scale] [+ bias]``, every step rounded to float32 as MNN does.
 
     Args:
-        acc: int64 accumulators (values within int32), bias in accumulator units already added.
+        acc: accumulators (integers; int64, or float32 / float64 holding them), bias in accumulator units added.
         scale: float32 per-channel multipliers.
         zero_point: output zero point.
         lo: lowest output code (fused ReLU raises it to the zero point).
@@ -43,14 +43,17 @@ def post_treat(acc: np.ndarray, scale: np.ndarray, zero_point: int, lo: int, hi:
         post_scale: a second float32 multiplier (MNN's ``s_in / s_out`` after the weight scale).
         bias: float32 per-channel bias in output codes, added after scaling.
     """
-    f = np.asarray(acc).astype(F32) * np.asarray(scale, F32)
+    f = np.multiply(acc, np.asarray(scale, F32), dtype=F32)  # float32(acc) first: numpy casts before multiplying
     if post_scale is not None:
         f *= F32(post_scale)
     if bias is not None:
         f += np.asarray(bias, F32)
-    q = round_half_away_f32(f) + zero_point
-    np.clip(q, lo, hi, out=q)
-    return q.astype(np.int8)
+    f += np.copysign(F32(0.5), f)  # MNN's rounding: +-0.5 in float32, then truncation
+    np.trunc(f, out=f)
+    if zero_point:
+        f += F32(zero_point)
+    np.clip(f, lo, hi, out=f)
+    return f.astype(np.int8)
 
 
 def quantize(x: np.ndarray, scale: float, zero_point: int = 0, lo: int = -128, hi: int = 127) -> np.ndarray:
