@@ -94,6 +94,7 @@ def test_weight_quantized_files_run_on_device(backend: object, op_type: int) -> 
     """IDSTQuan weights (``--weightQuantBits``) are decoded once by the core in encode and run on the device; the
     reference uses the same decoded weights, so the tolerance is fp32's."""
     from mnnpy.converter.quantize import quantize_conv
+
     from mnnpy.core.idst import dequantize_idst
 
     op = conv_op(fb.OpType.Convolution, 5, 6, (3, 3), (1, 1), (1, 1, 1, 1), seed=4)
