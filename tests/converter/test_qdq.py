@@ -99,3 +99,47 @@ def test_official_mnn_runs_the_int8_file(qdq: dict[str, object]) -> None:
     theirs = np.array([official(qdq["mnn"], {"x": x[None]})["y"].ravel() for x in xs])
     cosine = (ref * theirs).sum(1) / np.linalg.norm(ref, axis=1) / np.linalg.norm(theirs, axis=1)
     assert cosine.min() >= 0.99, cosine
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_qdq_matmul_becomes_int8(tmp_path: Path, per_channel: bool) -> None:
+    """MatMul with a [in, out] weight (stored transposed by MNN) imports as an int8 convolution too."""
+    onnx = pytest.importorskip("onnx")
+    quant = pytest.importorskip("onnxruntime.quantization")
+    import onnxruntime as ort
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    rng = np.random.default_rng(0)
+    weights = [nh.from_array(rng.normal(0, 0.3, (16, 8)).astype(np.float32), "w1"),
+               nh.from_array(rng.normal(0, 0.3, (8, 4)).astype(np.float32), "w2")]
+    nodes = [h.make_node("MatMul", ["x", "w1"], ["m1"]), h.make_node("Relu", ["m1"], ["r1"]),
+             h.make_node("MatMul", ["r1", "w2"], ["y"])]
+    graph = h.make_graph(nodes, "mm", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 16])],
+                         [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 4])], weights)
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "mm.onnx"))
+    xs = rng.normal(size=(20, 1, 16)).astype(np.float32)
+
+    class Reader(quant.CalibrationDataReader):
+        def __init__(self) -> None:
+            self.feeds = iter([{"x": x} for x in xs[:10]])
+
+        def get_next(self) -> dict | None:
+            return next(self.feeds, None)
+
+    quant.quantize_static(str(tmp_path / "mm.onnx"), str(tmp_path / "q.onnx"), Reader(),
+                          quant_format=quant.QuantFormat.QDQ, per_channel=per_channel)
+    net, report = convert(tmp_path / "q.onnx", tmp_path / "q.mnn")
+    assert report.passes["qdq-int8"] == 2
+    assert [op.type for op in lower_int8(net).oplists].count(OT.ConvInt8) == 2
+    session = ort.InferenceSession(str(tmp_path / "q.onnx"))
+    interp = mnnpy.Interpreter(str(tmp_path / "q.mnn"))
+    mnn_session = interp.createSession({})
+    step = _output_step(tmp_path / "q.onnx")
+    for x in xs[10:]:
+        interp.getSessionInput(mnn_session).copyFrom(mnnpy.Tensor([1, 16], data=x, dimType=1))
+        interp.runSession(mnn_session)
+        got = interp.getSessionOutput(mnn_session).getNumpyData().ravel()
+        assert np.abs(got - session.run(None, {"x": x})[0].ravel()).max() <= step * (1 + 1e-3)
