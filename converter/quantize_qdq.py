@@ -61,9 +61,12 @@ def fold_qdq(model: Any) -> QdqInfo | None:
     from onnx import numpy_helper
 
     graph = model.graph
-    values = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    dq_inputs = {name for n in graph.node if n.op_type == "DequantizeLinear" for name in n.input}
+    if not dq_inputs:
+        return None  # the common case: no reading of initializers at all
+    values = {t.name: numpy_helper.to_array(t) for t in graph.initializer if t.name in dq_inputs}
     for n in graph.node:
-        if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
+        if n.op_type == "Constant" and n.output[0] in dq_inputs and n.attribute and n.attribute[0].name == "value":
             values[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
     weight_dq = {n.output[0] for n in graph.node if _int8_weight(n, values)}
     if not any(n.op_type in ("Conv", "Gemm", "MatMul") and len(n.input) > 1 and n.input[1] in weight_dq
