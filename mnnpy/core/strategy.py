@@ -38,6 +38,10 @@ WINOGRAD_WEIGHT_COST = 25.0
 # models (tools/bench_models.py) are unchanged by it.
 WINOGRAD_MEMORY_COST = 1.0
 WINOGRAD_BLOCK_BYTES = 2 << 20  # target scratch of one block of tiles (the kernel's blocking; in L2/L3 cache)
+# Per lane: waking a sleeping lane thread (and its vCPU) costs ~0.1 ms, so each lane gets >= ~0.25 ms of work.
+# Same-process A/B, 2 threads (p10 ms at 5e7 / 2.5e7 / 1.2e7): BERT-4L 11.0 / 9.6 / 9.3, ViT-tiny 34.5 / 31.5 /
+# 30.6, ResNet-18 23.5 / 22.9 / 23.2 (1 thread: 11.2, 34.6, 33.4); medians favoured 2.5e7 over 1.2e7 on ResNet-18.
+LANE_MIN_FLOPS = 2.5e7
 STRASSEN_MAX_DEPTH = 5
 # numpy's Strassen adds are separate passes over memory while its GEMM is a fast BLAS: a level pays only when the
 # GEMM flops it saves take longer than streaming its 15 block additions (3 floats of traffic per element).
@@ -167,14 +171,50 @@ class WinogradMemory(NamedTuple):
         return self.weights + self.intermediate
 
 
+def lane_count(threads: int, flops: float, min_flops: float = LANE_MIN_FLOPS) -> int:
+    """How many lanes a kernel of ``flops`` work should use with ``threads`` threads (1: run inline)."""
+    return max(1, min(int(threads), int(flops // min_flops)))
+
+
+def output_tiles(n: int, rows: int, row_bytes: int, limit: int) -> list[tuple[int, int, int, int]]:
+    """Split ``n`` images of ``rows`` rows into ``(n0, n1, r0, r1)`` tiles of at most ~``limit`` scratch bytes.
+
+    Whole images (several per tile) when one fits, else bands of rows of one image (at least one row).
+    """
+    per_tile = max(1, limit // max(row_bytes, 1))
+    if per_tile >= rows:
+        images = max(1, per_tile // rows)
+        return [(i, min(i + images, n), 0, rows) for i in range(0, n, images)]
+    return [(i, i + 1, r, min(r + per_tile, rows)) for i in range(n) for r in range(0, rows, per_tile)]
+
+
+def winograd_layout(n: int, tiles_hw: tuple[int, int], alpha: int, cp: int, ocp: int, weight_elems: int,
+                    lanes: int, block_bytes: int = WINOGRAD_BLOCK_BYTES) -> tuple[list[tuple[int, int, int, int]],
+                                                                                 int, bool]:
+    """How the Winograd kernel splits its work: (blocks of tile rows, lanes over blocks, split by positions).
+
+    Blocks of about ``block_bytes`` of scratch; with ``lanes`` > 1, one block whose weights outweigh its tiles
+    (deep layers, few pixels) is split by alpha² positions instead (one lane of blocks), and fewer blocks than lanes
+    are made smaller so that every lane has one.
+    """
+    th, tw = tiles_hw
+    row_bytes = alpha * alpha * tw * max(cp, ocp) * 4
+    blocks = output_tiles(n, th, row_bytes, block_bytes)
+    if lanes > 1 and len(blocks) == 1 and weight_elems > n * th * tw * (cp + ocp):
+        return blocks, 1, True
+    if len(blocks) < lanes:
+        blocks = output_tiles(n, th, row_bytes, max(1, n * th * row_bytes // lanes))
+    return blocks, min(lanes, len(blocks)), False
+
+
 def winograd_memory(ic: int, oc: int, in_shape: tuple[int, ...], out_hw: tuple[int, int], k: int, unit: int,
-                    group: int = 1, lanes: int = 1, pads: tuple[int, ...] = (0, 0, 0, 0)) -> WinogradMemory:
+                    group: int = 1, threads: int = 1, pads: tuple[int, ...] = (0, 0, 0, 0)) -> WinogradMemory:
     """Footprint of ``backends/cpu/compute/winograd_conv.WinogradKernel`` for these shapes (its allocations).
 
     Weights: alpha² x ic x oc transformed (channels padded to 4 when ungrouped). Intermediates: the zero-bordered
-    NHWC input copy, plus per lane one block of tiles (about ``WINOGRAD_BLOCK_BYTES`` of rows) with its buffers
-    D, BᵀD, V (alpha² x T x Cp each), M (alpha² x T x OCp, twice when grouped), AᵀM (u x alpha x T x OCp), Y and the
-    output stage (u² x T x OCp each). ``lanes`` is an upper bound on the kernel's lanes (it may use fewer).
+    NHWC input copy, plus per lane (``winograd_layout``) the buffers of its largest block of T tiles: D, BᵀD, V
+    (alpha² x T x Cp each), M (alpha² x T x OCp, twice when grouped), AᵀM (u x alpha x T x OCp), Y and the output
+    stage (u² x T x OCp each).
     """
     a = unit + k - 1
     n, _, h, w = in_shape
@@ -183,11 +223,11 @@ def winograd_memory(ic: int, oc: int, in_shape: tuple[int, ...], out_hw: tuple[i
     th, tw = math.ceil(oh / unit), math.ceil(ow / unit)
     weights = a * a * (cp * ocp if group == 1 else ic * oc // group)
     padded = n * max(pads[0] + h, th * unit + k - 1) * max(pads[1] + w, tw * unit + k - 1) * cp
-    rows = max(1, WINOGRAD_BLOCK_BYTES // (a * a * tw * max(cp, ocp) * 4))
-    block = min(n, rows // th) * th * tw if rows >= th else rows * tw
+    lanes = lane_count(threads, 2.0 * n * oh * ow * oc * (ic // group) * k * k)
+    blocks, lanes, _ = winograd_layout(n, (th, tw), a, cp, ocp, ic * oc // group, lanes)
+    block = max((n1 - n0) * (r1 - r0) * tw for n0, n1, r0, r1 in blocks)
     per_tile = 3 * a * a * cp + a * a * ocp * (2 if group > 1 else 1) + unit * a * ocp + 2 * unit * unit * ocp
-    blocks = math.ceil(n * th * tw / block)
-    return WinogradMemory(4 * weights, 4 * (padded + min(max(lanes, 1), blocks) * block * per_tile))
+    return WinogradMemory(4 * weights, 4 * (padded + lanes * block * per_tile))
 
 
 def winograd_units(k: int, oh: int, ow: int, threads: int = 1) -> list[int]:
@@ -239,7 +279,7 @@ def plan_conv2d(params: ConvShape, in_shape: tuple[int, ...], threads: int = 1, 
     is_1x1 = (kh, kw) == (1, 1) and params.stride == (1, 1) and pads == (0, 0, 0, 0)
     winograd_ok = kh == kw and kh > 1 and params.stride == (1, 1) and params.dilation == (1, 1)
     if force is not None:
-        return _forced(force, params, in_shape, costs, depthwise_ok, is_1x1, winograd_ok, (oh, ow))
+        return _forced(force, params, in_shape, costs, depthwise_ok, is_1x1, winograd_ok, (oh, ow), threads)
     if depthwise_ok:
         return ConvPlan("depthwise", costs=costs, reason="group == in == out channels: per-channel taps")
     if is_1x1:
@@ -282,7 +322,7 @@ def _plan_winograd(params: ConvShape, in_shape: tuple[int, ...], out_hw: tuple[i
 
 
 def _forced(force: str, params: ConvShape, in_shape: tuple[int, ...], costs: dict[str, float], depthwise_ok: bool,
-            is_1x1: bool, winograd_ok: bool, out_hw: tuple[int, int]) -> ConvPlan:
+            is_1x1: bool, winograd_ok: bool, out_hw: tuple[int, int], threads: int = 1) -> ConvPlan:
     name, _, arg = force.partition(":")
     reason = f"forced {force!r}"
     if name == "im2col" and not arg:
@@ -312,7 +352,7 @@ def _forced(force: str, params: ConvShape, in_shape: tuple[int, ...], costs: dic
         if unit < 1 or unit + k - 1 > WINOGRAD_MAX_FORCED_ALPHA:
             raise ValueError(f"Winograd F({unit},{k}) needs alpha = u + k - 1 <= {WINOGRAD_MAX_FORCED_ALPHA}")
         mem = winograd_memory(params.in_channels, params.out_channels, in_shape, out_hw, k, unit, params.group,
-                              1, getattr(params, "pads", (0, 0, 0, 0)))
+                              threads, getattr(params, "pads", (0, 0, 0, 0)))
         return ConvPlan("winograd", unit=unit, costs=costs, reason=reason, memory_bytes=mem.total)
     raise ValueError(f"cannot force {force!r} for this convolution (kernel {params.kernel}, stride {params.stride}, "
                      f"dilation {params.dilation}, group {params.group})")

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy  # noqa: F401 - loads the BLAS library both paths look for
 
+from mnnpy.core import strategy
+
 _SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads", "openblas_set_num_threads64_",
             "openblas_set_num_threads")
 _GETTERS = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads", "openblas_get_num_threads64_",
@@ -108,15 +110,12 @@ def blas_threads(n: int | None) -> Iterator[None]:
 
 
 _POOLS: dict[int, ThreadPoolExecutor] = {}
-# Per lane: waking a sleeping lane thread (and its vCPU) costs ~0.1 ms, so each lane gets >= ~0.25 ms of work.
-# Same-process A/B, 2 threads (p10 ms at 5e7 / 2.5e7 / 1.2e7): BERT-4L 11.0 / 9.6 / 9.3, ViT-tiny 34.5 / 31.5 /
-# 30.6, ResNet-18 23.5 / 22.9 / 23.2 (1 thread: 11.2, 34.6, 33.4); medians favoured 2.5e7 over 1.2e7 on ResNet-18.
-LANE_MIN_FLOPS = 2.5e7
+LANE_MIN_FLOPS = strategy.LANE_MIN_FLOPS  # see there; tests may lower it here
 
 
 def lane_count(threads: int, flops: float) -> int:
     """How many lanes a kernel of ``flops`` work should use with ``threads`` threads (1: run inline)."""
-    return max(1, min(int(threads), int(flops // LANE_MIN_FLOPS)))
+    return strategy.lane_count(threads, flops, LANE_MIN_FLOPS)
 
 
 def run_lanes(tasks: Sequence[Callable[[], None]], threads: int) -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from mnnpy.core.conv_geometry import Conv2DParams, conv2d_output_shape, conv2d_params
-from mnnpy.core.strategy import ConvPlan
+from mnnpy.core.strategy import ConvPlan, output_tiles
 
-__all__ = ["COUNTERS", "PACK", "Conv2DKernel", "Conv2DParams", "conv2d_output_shape", "conv2d_params"]
+__all__ = ["COUNTERS", "PACK", "Conv2DKernel", "Conv2DParams", "conv2d_output_shape", "conv2d_params",
+           "output_tiles"]
 
 PACK = 4
 
@@ -110,15 +111,3 @@ def gather_groups(x_flat: np.ndarray, channels: int, group: int) -> np.ndarray:
     """``[G, M, icg]`` strided view of the first ``channels`` columns of an ``[M, Cp]`` matrix."""
     m = x_flat.shape[0]
     return x_flat[:, :channels].reshape(m, group, channels // group).transpose(1, 0, 2)
-
-
-def output_tiles(n: int, rows: int, row_bytes: int, limit: int) -> list[tuple[int, int, int, int]]:
-    """Split ``n`` images of ``rows`` rows into ``(n0, n1, r0, r1)`` tiles of at most ~``limit`` scratch bytes.
-
-    Whole images (several per tile) when one fits, else bands of rows of one image (at least one row).
-    """
-    per_tile = max(1, limit // max(row_bytes, 1))
-    if per_tile >= rows:
-        images = max(1, per_tile // rows)
-        return [(i, min(i + images, n), 0, rows) for i in range(0, n, images)]
-    return [(i, i + 1, r, min(r + per_tile, rows)) for i in range(n) for r in range(0, rows, per_tile)]

@@ -21,10 +21,10 @@ from typing import NamedTuple
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from mnnpy.core.strategy import WINOGRAD_BLOCK_BYTES, ConvPlan
+from mnnpy.core.strategy import WINOGRAD_BLOCK_BYTES, ConvPlan, winograd_layout
 
 from .blas import lane_count, run_lanes, split
-from .common import COUNTERS, PACK, Conv2DKernel, Conv2DParams, ceil4, copy_pixels, nhwc_view, output_tiles
+from .common import COUNTERS, PACK, Conv2DKernel, Conv2DParams, ceil4, copy_pixels, nhwc_view
 from .winograd import default_interp, transform_weights, winograd_matrices
 
 BLOCK_BYTES = WINOGRAD_BLOCK_BYTES
@@ -83,17 +83,13 @@ class WinogradKernel(Conv2DKernel):
         else:
             self.weight = np.ascontiguousarray(transform_weights(wg, u, icg, ocg).transpose(1, 0, 2, 3))
         lanes = lane_count(plan.threads, 2.0 * n * oh * ow * oc * (c // g) * k * k)
-        row_bytes = a * a * tw * max(cp, ocp) * 4
-        blocks = output_tiles(n, th, row_bytes, BLOCK_BYTES)
         # One block whose weights outweigh its tiles (deep layers, few pixels: weight-bandwidth bound): the lanes
-        # share the alpha² GEMMs instead of the tiles, so each lane streams only its share of the weights.
-        self.positions = None
-        if lanes > 1 and len(blocks) == 1 and g * icg * ocg > n * th * tw * (cp + ocp):
-            step = -(-(a * a) // lanes)
-            self.positions = [(p, min(p + step, a * a)) for p in range(0, a * a, step)]
-            lanes = 1
-        elif len(blocks) < lanes:  # smaller blocks, so that every lane has one
-            blocks = output_tiles(n, th, row_bytes, max(1, n * th * row_bytes // lanes))
+        # share the alpha² GEMMs instead of the tiles, so each lane streams only its share of the weights. (Also
+        # splitting both transforms by rows of positions / outputs, one more hand-off, measured no better.)
+        blocks, block_lanes, by_positions = winograd_layout(n, (th, tw), a, cp, ocp, g * icg * ocg, lanes,
+                                                            BLOCK_BYTES)
+        self.positions = _bands(a * a, lanes) if by_positions else None
+        lanes = block_lanes
         t_max = max((n1 - n0) * (r1 - r0) * tw for n0, n1, r0, r1 in blocks)
         ones = [x for x in range(a) if np.all(mat_a[x] == 1.0)]  # Aᵀ e_x = 1: bias added to M there reaches all of Y
         self.bias_position = ones[0] * a + ones[0] if ones else None
@@ -187,3 +183,9 @@ class WinogradKernel(Conv2DKernel):
             copy_pixels(stage, b.tiles, _ORDER)
             nb, oc4, rb, _, tw, _, _ = stage.shape
             copy_pixels(dst, stage.reshape(nb, oc4, rb * u, tw * u, PACK)[:, :, : row1 - row0, :ow], (0, 1, 2, 3))
+
+
+def _bands(size: int, lanes: int) -> list[tuple[int, int]]:
+    """``range(size)`` in at most ``lanes`` contiguous bands."""
+    step = -(-size // max(1, min(lanes, size)))
+    return [(r, min(r + step, size)) for r in range(0, size, step)]

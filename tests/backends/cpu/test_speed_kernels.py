@@ -153,3 +153,19 @@ def test_matmul_lanes_match_float64(tmp_path: Path, trans_b: bool) -> None:
         algos = [c["algorithm"] for c in session.info()["commands"] if c["type"] in ("MatMul", "BatchMatMul")]
         assert algos and all(("lanes" in x) == (threads == 2) for x in algos), algos
         np.testing.assert_allclose(got[threads], want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize(("ic", "oc", "hw", "unit", "group"), [(256, 256, 7, 2, 1), (192, 160, 13, 4, 1),
+                                                               (192, 192, 9, 6, 1), (256, 256, 11, 4, 2)])
+def test_winograd_position_lanes(ic: int, oc: int, hw: int, unit: int, group: int) -> None:
+    """Weight-heavy single block, 2 lanes: the alpha² GEMMs split over the lanes (grouped, staged, F(2..6))."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from compute.helpers import assert_close, make_conv, reference_conv, run_kernel
+    from mnnpy.backends.cpu.compute.conv import conv2d_params
+
+    conv = make_conv(ic, oc, (3, 3), pads=(1, 1, 1, 1), group=group, relu=True, seed=11)
+    x = np.random.default_rng(12).standard_normal((1, ic, hw, hw)).astype(np.float32)
+    got, kernel = run_kernel(conv, 12, x, force=f"winograd:{unit}", threads=2)
+    assert kernel.positions is not None and len(kernel.positions) == 2
+    assert kernel.memory_bytes == kernel.plan.memory_bytes  # the strategy's estimate follows the split
+    assert_close(got, reference_conv(x.astype(np.float64), conv, conv2d_params(conv, 12, x.shape)))
