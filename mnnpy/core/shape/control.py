@@ -113,6 +113,8 @@ def if_(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
     for b in branches:
         try:
             body, _ = if_branch_session(op, b, descs, values)
+            if body.graph is None:  # the branch could not be planned for these shapes (dynamic dims left)
+                raise body.resize_error or ModelError(f"op {op.name!r}: If branch {b} cannot be planned")
         except ModelError as exc:  # a branch that cannot run for these shapes is only an error if it is taken
             errors.append(exc)
             continue
