@@ -99,7 +99,10 @@ class Tensor:
     # *** MNN's 11 methods ***
     def getShape(self) -> tuple[int, ...]:
         """Shape in the tensor's dimension order (MNN: `Tensor.getShape`)."""
-        return tuple(self._ref.desc.shape) if self._session is not None else tuple(self._array.shape)
+        if self._session is None:
+            return tuple(self._array.shape)
+        ref = self._ref
+        return tuple(ref.extent if ref.extent is not None else ref.desc.shape)
 
     def getDataType(self) -> HalideType:
         """The Halide type (MNN: `Tensor.getDataType`)."""

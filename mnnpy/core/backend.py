@@ -39,9 +39,12 @@ class TensorRef:
         desc: shape, dtype and format.
         array: the physical array (a view into the backend's arena, or a static array); None until bound.
         const: True when the value is known at resize time (weights, folded constants).
+        extent: the shape an op gave its output while running, when that is smaller than the planned one (MNN: an
+            execution setting ``dim[k].extent`` in onExecute, as DetectionOutput does with the rows it found); the
+            tensor API reads through it. None: the planned ``desc.shape``.
     """
 
-    __slots__ = ("array", "const", "desc", "index", "name")
+    __slots__ = ("array", "const", "desc", "extent", "index", "name")
 
     def __init__(self, index: int, desc: TensorDesc, name: str = "", array: Any = None, const: bool = False) -> None:
         self.index = index
@@ -49,6 +52,7 @@ class TensorRef:
         self.name = name
         self.array = array
         self.const = const
+        self.extent: tuple[int, ...] | None = None
 
     def __repr__(self) -> str:
         return f"TensorRef({self.index}, {self.name!r}, {self.desc.shape}, {self.desc.fmt})"

@@ -3,8 +3,8 @@
 
 DetectionOutput writes [1, 1, rows, 6] rows of (label, score, xmin, ymin, xmax, ymax), grouped by ascending label
 and by descending score within a label (Caffe's order; OpenCV adds an image-id column). MNN shrinks the row count
-to the detections found at run time; mnnpy's shapes are planned before running, so the output keeps its planned
-rows (keepTopK) and rows past the detections hold -1 (label -1, score -1), as Caffe marks "no detection".
+to the detections found at run time: mnnpy plans keepTopK rows (rows past the detections hold -1, as Caffe marks
+"no detection") and sets the output's run-time extent to the rows found, which the tensor API and Modules read.
 """
 
 from __future__ import annotations
@@ -167,5 +167,7 @@ class DetectionOutput(CPUExecution):
             found = [found[i] for i in sorted(best, key=lambda i: (found[i][1], -found[i][0], i))]
         out = self.y.array.reshape(-1, 6)
         out[...] = -1.0
-        for row, (score, label, idx) in enumerate(found[:out.shape[0]]):
+        found = found[:out.shape[0]]
+        for row, (score, label, idx) in enumerate(found):
             out[row] = (label, score, *boxes[0 if p.shareLocation else label][idx])
+        self.y.extent = (*self.y.desc.shape[:-2], len(found), 6)
