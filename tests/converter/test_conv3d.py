@@ -1,5 +1,5 @@
-"""3-D Conv / MaxPool / AveragePool -> MNN's Convolution3D / Pooling3D, run in official MNN (and, for the conv, in
-mnnpy's CPU runtime) against onnxruntime.
+"""3-D Conv / MaxPool / AveragePool -> MNN's Convolution3D / Pooling3D, run in official MNN and in mnnpy's CPU
+runtime against onnxruntime.
 
 (Official MNN's own converter lowers 3-D convs to Im2Col + 2-D convs, and its 3.6.1 runtime crashes on that file for
 a 1x3x6x7x8 input; the Convolution3D op itself runs.)
@@ -58,10 +58,21 @@ def test_conv3d(attrs: dict, tmp_path: Path) -> None:
     ("AveragePool", {"kernel_shape": [2, 2, 2]}),
 ], ids=["max", "max-pads", "avg-pads", "avg-count-pad", "avg"])
 def test_pool3d(op: str, attrs: dict, tmp_path: Path) -> None:
+    """Official MNN and mnnpy's CPU runtime (windowed Pooling3D kernel) both run the file equal to onnxruntime."""
+    import mnnpy
+
     rng = np.random.default_rng(5)
     model = make_model([oh.make_node(op, ["x"], ["y"], **attrs)], [("x", F, X_SHAPE)], ["y"], opset=13)
-    net = check_model(model, {"x": rng.uniform(-1, 1, X_SHAPE).astype(np.float32)}, tmp_path)
+    x = rng.uniform(-1, 1, X_SHAPE).astype(np.float32)
+    net = check_model(model, {"x": x}, tmp_path)
     assert fb.OpType.Pooling3D in [o.type for o in net.oplists]
+    interp = mnnpy.Interpreter(str(tmp_path / "model.mnn"))
+    session = interp.createSession({"backend": "CPU"})
+    interp.getSessionInput(session, "x").copyFrom(x)
+    interp.runSession(session)
+    got = np.array(interp.getSessionOutput(session, "y").getNumpyData())
+    (ref,) = run_ort(model, {"x": x})
+    assert got.shape == ref.shape and rel_diff(got, ref) <= 1e-6
 
 
 def test_unexpressible_3d_forms_are_clear_errors(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Pooling and Pooling3D (max/average, global, ceil mode, count-include-pad) on NC4HW4 arrays."""
+"""Pooling (max/average, global, ceil mode, count-include-pad) on NC4HW4 arrays; Pooling3D is in pool3d.py."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from mnnpy.core.registry import cpu_kernel
 OT = fb.OpType
 
 
-@cpu_kernel(OT.Pooling, OT.Pooling3D, formats=("NC4HW4",))
+@cpu_kernel(OT.Pooling, formats=("NC4HW4",))
 class Pooling(CPUExecution):
     """Windows over the spatial axes of `[N, C4, H, W, 4]`; the average divisor map is built in on_resize."""
 
@@ -22,7 +22,7 @@ class Pooling(CPUExecution):
         self.is_max = p is not None and p.type == 0
         rank = len(self.x.desc.physical_shape)
         self.axes = tuple(range(2, rank - 1))
-        self.is_global = p is None or p.isGlobal or self.op.type == OT.Pooling3D
+        self.is_global = p is None or p.isGlobal
         self.algorithm = f"{'max' if self.is_max else 'avg'}-{'global' if self.is_global else 'window'}"
         if self.is_global:
             return

@@ -75,12 +75,39 @@ def deconv(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
     return [TensorDesc((x.shape[0], c.outputCount, dims[0], dims[1]), x.dtype, NC4HW4)]
 
 
+def pool3d_geometry(op: Any, spatial: tuple[int, ...]) -> list[tuple[int, int, int, int]]:
+    """(kernel, stride, pad, output size) per spatial axis of a windowed Pooling3D (``Pool3D``: kernels, strides
+    and symmetric pads per axis; CAFFE pads floor the output, SAME gives ceil(size / stride) and VALID no pads)."""
+    p = op.main
+    kernels, strides, pads = ints(p.kernels), ints(p.strides) or [1] * len(spatial), ints(p.pads) or [0] * len(spatial)
+    if not (len(kernels) == len(strides) == len(pads) == len(spatial)):
+        raise ModelError(f"op {op.name!r} (Pooling3D): kernels {kernels}, strides {strides} and pads {pads} do not "
+                         f"fit the {len(spatial)} spatial axes of its input")
+    out = []
+    for size, k, s, pad in zip(spatial, kernels, strides, pads, strict=True):
+        if k < 1 or s < 1 or pad < 0:
+            raise ModelError(f"op {op.name!r} (Pooling3D): kernel {k}, stride {s}, pad {pad} are not valid")
+        if p.padType == 2:
+            total = max((-(-size // s) - 1) * s + k - size, 0)
+            out.append((k, s, total // 2, -(-size // s)))
+        else:
+            pad = 0 if p.padType == 1 else pad
+            dim = (size + 2 * pad - k) // s + 1
+            if dim < 1:
+                raise ModelError(f"op {op.name!r} (Pooling3D): window {k} does not fit size {size} with pad {pad}")
+            out.append((k, s, pad, dim))
+    return out
+
+
 @shape_fn(OT.Pooling, OT.Pooling3D)
 def pool(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
     p = op.main
     x = descs[0]
     if p is None or p.isGlobal:
         return [TensorDesc((x.shape[0], x.shape[1]) + (1,) * (len(x.shape) - 2), x.dtype, NC4HW4)]
+    if op.type == OT.Pooling3D:
+        dims = tuple(g[3] for g in pool3d_geometry(op, tuple(x.shape[2:])))
+        return [TensorDesc((x.shape[0], x.shape[1], *dims), x.dtype, NC4HW4)]
     pads = ints(p.pads)
     top, left, bottom, right = pads if len(pads) == 4 else (p.padY, p.padX, p.padY, p.padX)
     dims = []
