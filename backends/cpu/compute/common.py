@@ -11,6 +11,7 @@ __all__ = ["COUNTERS", "PACK", "Conv2DKernel", "Conv2DParams", "conv2d_output_sh
            "output_tiles"]
 
 PACK = 4
+BIAS_TILE_FLOATS = 16384  # floats in a conv kernel's pre-tiled bias block (64 KiB: stays in L1/L2)
 
 # Work counters: the session asserts that a second run transforms no weights.
 COUNTERS: dict[str, int] = {"weight_transforms": 0, "kernels_made": 0, "runs": 0}
@@ -37,11 +38,16 @@ class Conv2DKernel:
         self.out_shape = conv2d_output_shape(params, self.in_shape)
         self.bias_row = np.zeros(ceil4(params.out_channels), dtype=np.float32)
         self.bias_row[: params.out_channels] = bias
+        self.bias_tile = np.tile(self.bias_row, (max(16, BIAS_TILE_FLOATS // self.bias_row.size), 1))
         COUNTERS["kernels_made"] += 1
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """Convolve NC4HW4 ``x`` into the preallocated NC4HW4 ``out`` (bias and activation fused)."""
         raise NotImplementedError
+
+    def _add_bias(self, y: np.ndarray) -> None:
+        """``y += bias`` over the last axis, in blocks of ``bias_tile`` rows (see ``add_row_bias``)."""
+        add_row_bias(y, self.bias_tile)
 
     def _activate(self, y: np.ndarray) -> None:
         if self.params.relu6:
@@ -51,10 +57,27 @@ class Conv2DKernel:
 
     def _store_nhwc(self, y: np.ndarray, out: np.ndarray) -> None:
         """Add bias, activate and copy an ``[N, OH, OW, OCp]`` result (any strides) into NC4HW4 ``out``."""
-        y += self.bias_row
+        self._add_bias(y)
         self._activate(y)
         n, oh, ow, ocp = y.shape
         copy_pixels(out, y.reshape(n, oh, ow, ocp // PACK, PACK), (0, 3, 1, 2))
+
+
+def add_row_bias(y: np.ndarray, tile: np.ndarray) -> None:
+    """``y += tile[0]`` over y's last axis. A broadcast add runs numpy's inner loop once per row (short rows: slow);
+    adding a pre-tiled ``[R, C]`` block to whole groups of R rows is one long contiguous loop: [12544, 96] 216 ->
+    103 us, [3136, 144] 66 -> 35 us."""
+    rows, c = tile.shape
+    if not y.flags.c_contiguous or y.shape[-1] != c:
+        y += tile[0]
+        return
+    flat = y.reshape(-1, c)
+    whole = flat.shape[0] // rows * rows
+    if whole:
+        block = flat[:whole].reshape(-1, rows * c)
+        np.add(block, tile.reshape(-1), out=block)
+    if whole < flat.shape[0]:
+        flat[whole:] += tile[0]
 
 
 def relu(x: np.ndarray, out: np.ndarray) -> None:

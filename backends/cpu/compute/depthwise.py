@@ -93,5 +93,8 @@ class DepthwiseKernel(Conv2DKernel):
         for tap, wt in zip(taps[1:], self.weights[1:], strict=True):
             np.multiply(tap, wt, out=tmp)
             acc += tmp
-        acc += self.bias_view if self.acc is None else self.bias_row
+        if self.acc is None:
+            acc += self.bias_view
+        else:
+            self._add_bias(acc)
         self._activate(acc)

@@ -133,7 +133,7 @@ class Gemm1x1Kernel(Conv2DKernel):
     def _gemm_rows(self, x_mat: np.ndarray, y_mat: np.ndarray, r0: int, r1: int) -> None:
         y = y_mat[r0:r1]
         np.matmul(x_mat[r0:r1], self.weight, out=y)
-        y += self.bias_row
+        self._add_bias(y)
         self._activate(y)
 
     def _pixels(self, x4: np.ndarray, out4: np.ndarray, r0: int, r1: int) -> None:
@@ -164,7 +164,7 @@ class Gemm1x1Kernel(Conv2DKernel):
             return
         if self.strassen is not None:
             run_lanes([partial(self.strassen, x_mat, self.weight, y_mat)], self.plan.threads)
-            y_mat += self.bias_row
+            self._add_bias(y_mat)
             self._activate(y_mat)
         else:
             run_lanes([partial(self._gemm_rows, x_mat, y_mat, r0, r1) for r0, r1 in self.row_chunks],

@@ -90,6 +90,6 @@ class Im2ColKernel(Conv2DKernel):
             np.matmul(cols_mat, self.weight, out=y_rows)
             if scatter is not None:
                 np.copyto(scatter, y_rows)
-            y_tile += self.bias_row
+            self._add_bias(y_tile)
             self._activate(y_tile)
             copy_pixels(out[n0:n1, :, r0:r1], y_pixels, (0, 3, 1, 2))

@@ -168,11 +168,11 @@ class WinogradKernel(Conv2DKernel):
         if b.m_scatter is not None:
             np.copyto(b.m_scatter, b.m_groups.transpose(0, 2, 1, 3))
         if b.m_bias is not None:
-            np.add(b.m_bias, self.bias_row, out=b.m_bias)  # 1/u² of the work of adding it to Y
+            self._add_bias(b.m_bias)  # 1/u² of the work of adding it to Y
         np.matmul(self.at, b.m_mat, out=b.f)
         np.matmul(self.at, b.f_3d, out=b.y)
         if b.m_bias is None:
-            np.add(b.y_rows, self.bias_row, out=b.y_rows)
+            self._add_bias(b.y_rows)
         self._activate(b.y_rows)
         n0, n1, row0, row1 = b.rows
         dst = out[n0:n1, :, row0:row1]

@@ -169,3 +169,20 @@ def test_winograd_position_lanes(ic: int, oc: int, hw: int, unit: int, group: in
     assert kernel.positions is not None and len(kernel.positions) == 2
     assert kernel.memory_bytes == kernel.plan.memory_bytes  # the strategy's estimate follows the split
     assert_close(got, reference_conv(x.astype(np.float64), conv, conv2d_params(conv, 12, x.shape)))
+
+
+@pytest.mark.parametrize("shape", [(1000, 96), (3, 7, 5, 16), (37, 512), (5, 12)])
+def test_add_row_bias_matches_broadcast(shape: tuple[int, ...]) -> None:
+    from mnnpy.backends.cpu.compute.common import add_row_bias
+
+    rng = np.random.default_rng(13)
+    bias = rng.standard_normal(shape[-1]).astype(np.float32)
+    tile = np.tile(bias, (16, 1))
+    y = rng.standard_normal(shape).astype(np.float32)
+    want = y + bias
+    add_row_bias(y, tile)
+    np.testing.assert_array_equal(y, want)  # the same float additions, grouped differently
+    strided = rng.standard_normal((*shape[:-1], 2 * shape[-1])).astype(np.float32)[..., ::2]
+    want = strided + bias
+    add_row_bias(strided, tile)
+    np.testing.assert_array_equal(strided, want)
