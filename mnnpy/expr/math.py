@@ -307,14 +307,23 @@ def less_equal(x: Any, y: Any) -> Var:
     return binary(x, y, 16)
 
 
+def _modulo(x: Any, y: Any, python_sign: bool) -> Var:
+    """MNN's MOD (19) / FLOORMOD (17) swap meanings between float and integer kernels (MNN 3.6.1, measured; the
+    CPU backend follows it): float MOD = C fmod, FLOORMOD = Python mod; integer MOD = Python mod, FLOORMOD = C
+    fmod. The code is picked per dtype so the graph means the same in mnnpy and in official MNN."""
+    a, b = _pair(x, y)
+    floating = a.np_dtype.kind == "f"
+    return binary(a, b, (17 if floating else 19) if python_sign else (19 if floating else 17))
+
+
 def floormod(x: Any, y: Any) -> Var:
     """Python-style modulo (sign of y) (MNN: `expr.floormod`)."""
-    return binary(x, y, 17)
+    return _modulo(x, y, True)
 
 
 def mod(x: Any, y: Any) -> Var:
     """C-style fmod (sign of x) (MNN: `expr.mod`)."""
-    return binary(x, y, 19)
+    return _modulo(x, y, False)
 
 
 def atan2(x: Any, y: Any) -> Var:

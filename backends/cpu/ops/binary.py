@@ -16,16 +16,18 @@ OT = fb.OpType
 
 
 def _floormod(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """FLOORMOD: Python's mod (sign of b) for every dtype.
+    """FLOORMOD (17): Python's mod (sign of b) for floats, C's fmod (sign of a) for integers.
 
-    Official MNN 3.6.1 sessions swap FLOORMOD and MOD for integer tensors (measured); mnnpy.expr relies on one
-    meaning per op code, so mnnpy keeps that. Integer ONNX Mod with mixed signs therefore differs from MNN."""
-    return np.mod(a, b, out=out) if out is not None else np.mod(a, b)
+    Official MNN 3.6.1 swaps FLOORMOD and MOD for integer tensors (measured, the ONNX node suite's mixed-sign Mod
+    cases); mnnpy runs files the same way, and its converter and expr pick the code per dtype."""
+    fn = np.mod if np.asarray(a).dtype.kind == "f" else np.fmod
+    return fn(a, b, out=out) if out is not None else fn(a, b)
 
 
 def _mod(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """MOD: C's fmod (sign of a)."""
-    return np.fmod(a, b, out=out) if out is not None else np.fmod(a, b)
+    """MOD (19): C's fmod (sign of a) for floats, Python's mod (sign of b) for integers (see _floormod)."""
+    fn = np.fmod if np.asarray(a).dtype.kind == "f" else np.mod
+    return fn(a, b, out=out) if out is not None else fn(a, b)
 
 
 def _div(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
