@@ -21,7 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--weightQuantBits", type=int, default=0, metavar="N",
                    help="store convolution weights as N-bit (2..8) per-channel quantized codes (IDSTQuan)")
     p.add_argument("--keepInputFormat", action="store_true",
-                   help="keep inputs in their source layout (always the case: inputs stay NCHW)")
+                   help="keep inputs in their source layout (always: ONNX, Caffe NCHW; TF NHWC)")
     p.add_argument("--transformerFuse", action="store_true",
                    help="also fuse attention that official MNN's Attention op cannot run (batch > 1, per-head masks: "
                    "the file then runs in mnnpy only) and GroupNorm (no official MNN CPU kernel)")
