@@ -10,6 +10,8 @@ store.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -18,7 +20,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from mnnpy.core.strategy import ConvPlan
 
-from .blas import lane_count, run_lanes, split
+from .blas import lane_count, run_lanes
 from .common import COUNTERS, PACK, Conv2DKernel, Conv2DParams, ceil4, copy_pixels, nhwc_view, output_tiles
 
 TILE_BYTES = 4 << 20
@@ -51,12 +53,12 @@ class Im2ColKernel(Conv2DKernel):
         if len(tiles) < lanes:  # smaller tiles, so that every lane has one
             tiles = output_tiles(n, oh, g * ow * k_len * 4, max(1, n * oh * g * ow * k_len * 4 // lanes))
         biggest = max((n1 - n0) * (r1 - r0) * ow for n0, n1, r0, r1 in tiles)
-        self.lanes = []  # steps per lane; each lane owns its column buffer
-        for lane in split(tiles, lanes):
+        self.lanes = []  # every tile's step on each lane's own column buffer; lanes claim tiles one by one at run time
+        for _ in range(min(lanes, len(tiles))):
             cols = np.empty(g * biggest * k_len, dtype=np.float32)
             grouped = np.empty((g, biggest, on), dtype=np.float32) if g > 1 else None
             steps: list[tuple[Any, ...]] = []
-            for n0, n1, r0, r1 in lane:
+            for n0, n1, r0, r1 in tiles:
                 m = (n1 - n0) * (r1 - r0) * ow
                 src = windows[:, n0:n1, r0:r1]
                 dst = cols[: g * m * k_len].reshape(src.shape)
@@ -69,23 +71,25 @@ class Im2ColKernel(Conv2DKernel):
                     scatter = y_rows[:, :oc].reshape(m, g, ocg).transpose(1, 0, 2)
                     steps.append((dst, src, dst.reshape(g, m, k_len), grouped[:, :m], scatter, tile))
             self.lanes.append(steps)
-        self.steps = [step for lane in self.lanes for step in lane]
+        self.steps = self.lanes[0]
         packed = np.zeros((g, kh, kw, kc, on), dtype=np.float32)
         packed[:, :, :, :icg, :ocg] = weight.reshape(g, ocg, icg, kh, kw).transpose(0, 3, 4, 2, 1)
         self.weight = packed.reshape(g, k_len, on)[0] if g == 1 else packed.reshape(g, k_len, on)
         COUNTERS["weight_transforms"] += 1
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
-        """Convolve NC4HW4 ``x`` into NC4HW4 ``out`` (tiles spread over ``numThread`` lanes)."""
-        if len(self.lanes) == 1:
-            copy_pixels(self.interior, x, (0, 2, 3, 1))
-            self._run_steps(self.steps, out)
-            return
+        """Convolve NC4HW4 ``x`` into NC4HW4 ``out`` (tiles claimed by ``numThread`` lanes)."""
         copy_pixels(self.interior, x, (0, 2, 3, 1))  # one hand-off per run: waking a lane costs ~0.1 ms on a VM
-        run_lanes([partial(self._run_steps, lane, out) for lane in self.lanes], self.plan.threads)
+        claim = itertools.count().__next__  # atomic under the GIL
+        if len(self.lanes) == 1:
+            self._run_steps(self.steps, out, claim)
+            return
+        run_lanes([partial(self._run_steps, lane, out, claim) for lane in self.lanes], self.plan.threads)
 
-    def _run_steps(self, steps: list[tuple[Any, ...]], out: np.ndarray) -> None:
-        for cols, windows, cols_mat, y_rows, scatter, (n0, n1, r0, r1, y_tile, y_pixels) in steps:
+    def _run_steps(self, steps: list[tuple[Any, ...]], out: np.ndarray, claim: Callable[[], int]) -> None:
+        """Claim the next unclaimed tile until none is left (the steps use this lane's column buffer)."""
+        while (k := claim()) < len(steps):
+            cols, windows, cols_mat, y_rows, scatter, (n0, n1, r0, r1, y_tile, y_pixels) = steps[k]
             np.copyto(cols, windows)
             np.matmul(cols_mat, self.weight, out=y_rows)
             if scatter is not None:

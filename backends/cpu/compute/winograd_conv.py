@@ -10,11 +10,13 @@ Per block of tile rows (sized so its scratch stays near ``WINOGRAD_BLOCK_BYTES``
 5. one copy of whole NC4HW4 pixels into the output (through a small stage when the tiles overhang the edge).
 
 All buffers and per-block views are built at make time; ``run`` is a loop over a few blocks of numpy calls. With
-``numThread`` > 1 the blocks are dealt to that many lanes (each with its own scratch) run concurrently.
+``numThread`` > 1 that many lanes (each with its own scratch) claim the blocks one by one, concurrently.
 """
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
 from functools import partial
 from typing import NamedTuple
 
@@ -23,7 +25,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from mnnpy.core.strategy import WINOGRAD_BLOCK_BYTES, ConvPlan, winograd_layout
 
-from .blas import lane_count, run_lanes, split
+from .blas import lane_count, run_lanes
 from .common import COUNTERS, PACK, Conv2DKernel, Conv2DParams, ceil4, copy_pixels, nhwc_view
 from .winograd import default_interp, transform_weights, winograd_matrices
 
@@ -94,17 +96,19 @@ class WinogradKernel(Conv2DKernel):
         ones = [x for x in range(a) if np.all(mat_a[x] == 1.0)]  # Aᵀ e_x = 1: bias added to M there reaches all of Y
         self.bias_position = ones[0] * a + ones[0] if ones else None
         dims = (a, u, tw, cp, ocp, g, c, oc, oh)
-        self.lanes = []  # blocks per lane; each lane owns its scratch
+        # Each lane owns scratch and a view of every block on it; at run time the lanes claim blocks one by one, so
+        # a lane whose core is taken by another process leaves its share to the others instead of stalling the run.
+        self.lanes = []
         self.memory_bytes = self.weight.nbytes + self.xp.nbytes  # what it holds, reported next to the estimate
-        for lane in split(blocks, lanes):
+        for _ in range(min(lanes, len(blocks))):
             scratch = {name: np.empty(size, dtype=np.float32) for name, size in
                        (("d", a * a * t_max * cp), ("e", a * a * t_max * cp), ("v", a * a * t_max * cp),
                         ("m", a * a * t_max * ocp), ("f", u * a * t_max * ocp), ("y", u * u * t_max * ocp),
                         ("mg", a * a * t_max * ocp if g > 1 else 0), ("stage", u * u * t_max * ocp))}
             scratch["m"][:] = 0.0  # padded output channels of a grouped GEMM stay zero
             self.memory_bytes += sum(buf.nbytes for buf in scratch.values())
-            self.lanes.append([self._block(scratch, windows, blk, dims, self.bias_position) for blk in lane])
-        self.blocks = [b for lane in self.lanes for b in lane]
+            self.lanes.append([self._block(scratch, windows, blk, dims, self.bias_position) for blk in blocks])
+        self.blocks = self.lanes[0]
         COUNTERS["weight_transforms"] += 1
 
     @staticmethod
@@ -141,7 +145,8 @@ class WinogradKernel(Conv2DKernel):
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out`` (blocks, or the GEMM positions, spread over lanes)."""
         copy_pixels(self.interior, x, (0, 2, 3, 1))  # one hand-off per run: waking a lane costs ~0.1 ms on a VM
         if self.positions is None:
-            run_lanes([partial(self._run_blocks, lane, out) for lane in self.lanes], self.plan.threads)
+            claim = itertools.count().__next__  # atomic under the GIL
+            run_lanes([partial(self._run_blocks, lane, out, claim) for lane in self.lanes], self.plan.threads)
             return
         b = self.blocks[0]
         self._transform_in(b)
@@ -156,8 +161,10 @@ class WinogradKernel(Conv2DKernel):
     def _gemm(self, b: _Block, p0: int, p1: int) -> None:
         np.matmul(b.v_groups[p0:p1], self.weight[p0:p1], out=b.m_groups[p0:p1])
 
-    def _run_blocks(self, blocks: list[_Block], out: np.ndarray) -> None:
-        for b in blocks:
+    def _run_blocks(self, blocks: list[_Block], out: np.ndarray, claim: Callable[[], int]) -> None:
+        """Claim the next unclaimed block until none is left (the blocks are views on this lane's scratch)."""
+        while (k := claim()) < len(blocks):
+            b = blocks[k]
             self._transform_in(b)
             self._gemm(b, 0, len(self.weight))
             self._transform_out(b, out)

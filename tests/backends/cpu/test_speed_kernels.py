@@ -186,3 +186,30 @@ def test_add_row_bias_matches_broadcast(shape: tuple[int, ...]) -> None:
     want = strided + bias
     add_row_bias(strided, tile)
     np.testing.assert_array_equal(strided, want)
+
+
+@pytest.mark.parametrize("kind", ["winograd", "im2col"])
+def test_lanes_claim_blocks(monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    """Lanes claim blocks one by one: a lane that starts late (its core busy elsewhere) finds the work done."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from compute.helpers import assert_close, make_conv, reference_conv, run_kernel
+    from mnnpy.backends.cpu.compute import blas, im2col, winograd_conv
+    from mnnpy.backends.cpu.compute.conv import conv2d_params
+
+    monkeypatch.setattr(blas, "LANE_MIN_FLOPS", 1.0)
+    monkeypatch.setattr(winograd_conv, "BLOCK_BYTES", 1)
+    monkeypatch.setattr(im2col, "TILE_BYTES", 1)
+    module = winograd_conv if kind == "winograd" else im2col
+    monkeypatch.setattr(module, "run_lanes", lambda tasks, threads: [task() for task in tasks])  # lane 0 first
+    conv = make_conv(16, 24, (3, 3), pads=(1, 1, 1, 1), relu=True, stride=(1, 1) if kind == "winograd" else (2, 2))
+    x = np.random.default_rng(14).standard_normal((1, 16, 12, 10)).astype(np.float32)
+    seen: list[int] = []
+    if kind == "winograd":
+        original = winograd_conv.WinogradKernel._transform_in
+        monkeypatch.setattr(winograd_conv.WinogradKernel, "_transform_in",
+                            lambda self, b: (seen.append(id(b)), original(self, b))[1])
+    got, kernel = run_kernel(conv, 12, x, force="winograd:2" if kind == "winograd" else "im2col", threads=2)
+    assert len(kernel.lanes) == 2 and len(kernel.lanes[0]) > 2
+    if kind == "winograd":
+        assert sorted(seen) == sorted(id(b) for b in kernel.lanes[0])  # lane 0 did every block, lane 1 none
+    assert_close(got, reference_conv(x.astype(np.float64), conv, conv2d_params(conv, 12, x.shape)))
