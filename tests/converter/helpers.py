@@ -35,42 +35,12 @@ def run_ort(model: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     return sess.run(None, feeds)
 
 
-_HALIDE = None
-
-
 def run_mnn(path: str | Path, feeds: dict[str, np.ndarray], outputs: list[str]) -> list[np.ndarray]:
-    """Run a .mnn file in the OFFICIAL MNN runtime (float outputs)."""
-    mnn = pytest.importorskip("MNN", reason="official MNN wheel not installed")
-    interp = mnn.Interpreter(str(path))
-    session = interp.createSession({})
-    resized = False
-    for name, x in feeds.items():
-        tensor = interp.getSessionInput(session, name)
-        if list(tensor.getShape()) != list(x.shape):
-            interp.resizeTensor(tensor, x.shape)
-            resized = True
-    if resized:
-        interp.resizeSession(session)
-    for name, x in feeds.items():
-        tensor = interp.getSessionInput(session, name)
-        if x.dtype.kind in "iub":
-            host = mnn.Tensor(x.shape, mnn.Halide_Type_Int, x.astype(np.int32), mnn.Tensor_DimensionType_Caffe)
-        else:
-            host = mnn.Tensor(x.shape, mnn.Halide_Type_Float, x.astype(np.float32), mnn.Tensor_DimensionType_Caffe)
-        tensor.copyFrom(host)
-    interp.runSession(session)
-    results = []
-    for name in outputs:
-        out = interp.getSessionOutput(session, name)
-        shape = list(out.getShape())
-        if out.getDataType() == mnn.Halide_Type_Int:
-            host = mnn.Tensor(shape, mnn.Halide_Type_Int, np.zeros(shape, np.int32), mnn.Tensor_DimensionType_Caffe)
-        else:
-            host = mnn.Tensor(shape, mnn.Halide_Type_Float, np.zeros(shape, np.float32),
-                              mnn.Tensor_DimensionType_Caffe)
-        out.copyToHostTensor(host)
-        results.append(np.array(host.getData()).reshape(shape))
-    return results
+    """Run a .mnn file in the OFFICIAL MNN runtime (outputs in the order of `outputs`)."""
+    from support import official
+
+    got = official.run(Path(path), feeds, outputs)
+    return [got[name] for name in outputs]
 
 
 def rel_diff(got: np.ndarray, ref: np.ndarray) -> float:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from support import runners
 
 from .helpers import F, make_model, oh, onnx, rel_diff, run_ort
 
@@ -56,17 +57,8 @@ def _rank_is(rank: int, x: str, out: str) -> list[Any]:
 
 
 def _run_mnnpy(path: Path, feeds: dict[str, np.ndarray]) -> np.ndarray:
-    import mnnpy as MNN  # noqa: N812 - as MNN scripts do
-
-    interp = MNN.Interpreter(str(path))
-    session = interp.createSession({"backend": "CPU", "numThread": 1})
-    for name, x in feeds.items():
-        interp.resizeTensor(interp.getSessionInput(session, name), x.shape)
-    interp.resizeSession(session)
-    for name, x in feeds.items():
-        interp.getSessionInput(session, name).copyFrom(x)
-    interp.runSession(session)
-    return np.array(interp.getSessionOutput(session, "y").getNumpyData(), np.float32)
+    got = runners.run(path, feeds, ["y"], dim=None, config={"backend": "CPU", "numThread": 1}, resize=True)
+    return got["y"].astype(np.float32)
 
 
 @pytest.mark.parametrize("with_state", [False, True], ids=["zero-state", "given-state"])

@@ -29,6 +29,7 @@ from mnnpy.converter.passes import (
 from mnnpy.converter.writer import graph_to_net
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema import save_net
+from support import runners
 
 import mnnpy
 
@@ -58,13 +59,7 @@ def moves(graph: Graph) -> int:
 
 
 def run_mnnpy(path: Path, feeds: dict[str, np.ndarray], outputs: list[str]) -> list[np.ndarray]:
-    interp = mnnpy.Interpreter(str(path))
-    session = interp.createSession({})
-    for name, x in feeds.items():
-        tensor = interp.getSessionInput(session, name)
-        tensor.copyFrom(mnnpy.Tensor(list(x.shape), mnnpy.Halide_Type_Float, x, mnnpy.Tensor_DimensionType_Caffe))
-    interp.runSession(session)
-    return [np.array(interp.getSessionOutput(session, name).getNumpyData()) for name in outputs]
+    return runners.run_list(path, feeds, outputs)
 
 
 def _check(model: Any, feeds: dict[str, np.ndarray], tmp_path: Path, extended: bool = False,

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from support import official
+from support.models import save_onnx
 
 import mnnpy as MNN  # noqa: N812 - the alias MNN scripts use
 
@@ -24,7 +25,6 @@ def _model(path: Path) -> Path:
     arrays = {"w1": rng.normal(0, 0.2, (8, 3, 3, 3)), "b1": rng.normal(0, 0.1, 8),
               "w2": rng.normal(0, 0.2, (5, 8, 3, 3)), "b2": rng.normal(0, 0.1, 5),
               "fc": rng.normal(0, 0.3, (6, 5)), "fb": rng.normal(0, 0.1, 6)}
-    inits = [onnx.numpy_helper.from_array(v.astype(np.float32), k) for k, v in arrays.items()]
     nodes = [
         helper.make_node("Conv", ["data", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], strides=[2, 2]),
         helper.make_node("Relu", ["c1"], ["r1"]),
@@ -33,12 +33,8 @@ def _model(path: Path) -> Path:
         helper.make_node("Flatten", ["g"], ["f"]),
         helper.make_node("Gemm", ["f", "fc", "fb"], ["out"], transB=1),
     ]
-    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("data", 1, [1, 3, SIZE, SIZE])],
-                              [helper.make_tensor_value_info("out", 1, [1, 6])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.save(model, str(path))
-    return path
+    inits = {k: v.astype(np.float32) for k, v in arrays.items()}
+    return save_onnx(path, nodes, {"data": [1, 3, SIZE, SIZE]}, {"out": [1, 6]}, inits, name="chain", opset=17)
 
 
 @pytest.fixture(scope="module")

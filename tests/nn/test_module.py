@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from support import official
+from support.models import save_onnx
 
 import mnnpy as MNN  # noqa: N812 - the alias MNN scripts use
 
@@ -27,7 +28,6 @@ def _classifier(path: Path) -> Path:
     b = rng.normal(0, 0.1, 13).astype(np.float32)
     fc = rng.normal(0, 0.3, (10, 13)).astype(np.float32)
     fb_ = rng.normal(0, 0.1, 10).astype(np.float32)
-    inits = [onnx.numpy_helper.from_array(v, n) for v, n in [(w, "w"), (b, "b"), (fc, "fc"), (fb_, "fb")]]
     nodes = [
         helper.make_node("Conv", ["data", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
         helper.make_node("Relu", ["c"], ["r"]),
@@ -37,12 +37,8 @@ def _classifier(path: Path) -> Path:
         helper.make_node("Gemm", ["f", "fc", "fb"], ["logits"], transB=1),
         helper.make_node("Softmax", ["logits"], ["prob"], axis=1),
     ]
-    graph = helper.make_graph(nodes, "cls", [helper.make_tensor_value_info("data", 1, [1, 3, 20, 20])],
-                              [helper.make_tensor_value_info("prob", 1, [1, 10])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.save(model, str(path))
-    return path
+    inits = {"w": w, "b": b, "fc": fc, "fb": fb_}
+    return save_onnx(path, nodes, {"data": [1, 3, 20, 20]}, {"prob": [1, 10]}, inits, name="cls", opset=17)
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.models import save_onnx
+
+import mnnpy
 
 
 def resnet_block_onnx(path: Path, seed: int = 0, width: int = 32, size: int = 16) -> Path:
@@ -14,9 +17,7 @@ def resnet_block_onnx(path: Path, seed: int = 0, width: int = 32, size: int = 16
 
     Input ``x`` [1, 3, size, size] -> ``y`` [1, 10]. Weights are He-scaled so activations stay in range.
     """
-    import onnx
     from onnx import helper as h
-    from onnx import numpy_helper as nh
 
     rng = np.random.default_rng(seed)
 
@@ -51,16 +52,8 @@ def resnet_block_onnx(path: Path, seed: int = 0, width: int = 32, size: int = 16
         h.make_node("Flatten", ["gp"], ["fl"]),
         h.make_node("Gemm", ["fl", "fc", "fb"], ["y"], transB=1),
     ]
-    graph = h.make_graph(
-        nodes, "qblock",
-        [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, size, size])],
-        [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 10])],
-        [nh.from_array(np.asarray(v, np.float32), k) for k, v in inits.items()],
-    )
-    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
-    model.ir_version = 8
-    onnx.save(model, str(path))
-    return path
+    inits = {k: np.asarray(v, np.float32) for k, v in inits.items()}
+    return save_onnx(path, nodes, {"x": [1, 3, size, size]}, {"y": [1, 10]}, inits, name="qblock")
 
 
 def calibration_inputs(count: int, size: int = 16, seed: int = 1) -> np.ndarray:
@@ -74,6 +67,18 @@ def calibration_inputs(count: int, size: int = 16, seed: int = 1) -> np.ndarray:
 
 
 SIZE = 16
+
+
+def logits(interp: object, xs: np.ndarray) -> np.ndarray:
+    """Run each [C, H, W] image of `xs` as a batch of one (NCHW) through `interp` (mnnpy's or the quantised
+    Interpreter), its default input and output; one row of flattened outputs per image."""
+    session = interp.createSession({})
+    outs = []
+    for x in xs:
+        interp.getSessionInput(session).copyFrom(mnnpy.Tensor([1, *x.shape], data=x[None], dimType=1))
+        interp.runSession(session)
+        outs.append(interp.getSessionOutput(session).getNumpyData().ravel().copy())
+    return np.array(outs)
 
 
 @pytest.fixture(scope="session")

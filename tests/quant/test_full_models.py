@@ -15,19 +15,9 @@ from mnnpy.schema import mnn_generated as fb
 import mnnpy
 from mnnpy.quant import interpreter, quantize_model
 
-from .conftest import calibration_inputs
+from .conftest import calibration_inputs, logits
 
 SIZE = 224
-
-
-def _outputs(interp: object, xs: np.ndarray) -> np.ndarray:
-    session = interp.createSession({})
-    outs = []
-    for x in xs:
-        interp.getSessionInput(session).copyFrom(mnnpy.Tensor([1, *x.shape], data=x[None], dimType=1))
-        interp.runSession(session)
-        outs.append(interp.getSessionOutput(session).getNumpyData().ravel().copy())
-    return np.array(outs)
 
 
 def _output_step(net: object) -> float:
@@ -59,8 +49,8 @@ def held_out() -> np.ndarray:
 
 
 def test_int8_accuracy_and_size(model: dict[str, Path], held_out: np.ndarray) -> None:
-    ref = _outputs(mnnpy.Interpreter(str(model["fp32"])), held_out)
-    got = _outputs(interpreter(str(model["int8"])), held_out)
+    ref = logits(mnnpy.Interpreter(str(model["fp32"])), held_out)
+    got = logits(interpreter(str(model["int8"])), held_out)
     cosine = (ref * got).sum(1) / np.linalg.norm(ref, axis=1) / np.linalg.norm(got, axis=1)
     assert cosine.min() >= 0.99, cosine.min()
     assert model["int8"].stat().st_size <= 0.3 * model["fp32"].stat().st_size
@@ -70,7 +60,7 @@ def test_official_mnn_agrees_within_one_step(model: dict[str, Path], held_out: n
     from support.official import run as official
 
     xs = held_out[:40]
-    ours = _outputs(interpreter(str(model["int8"])), xs)
+    ours = logits(interpreter(str(model["int8"])), xs)
     theirs = np.array([next(iter(official(model["int8"], {"input": x[None]}).values())).ravel() for x in xs])
     steps = np.abs(ours - theirs) / _output_step(load_net(model["int8"]))
     assert steps.max() <= 1.0 + 1e-3, steps.max()

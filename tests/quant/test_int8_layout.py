@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 from mnnpy.schema import load_net
 from mnnpy.schema import mnn_generated as fb
+from support.models import save_onnx
 
 import mnnpy
 from mnnpy.quant import interpreter, lower_int8, quantize_model
 
-from .conftest import calibration_inputs
+from .conftest import calibration_inputs, logits
 
 OT = fb.OpType
 SIZE = 16
@@ -21,9 +22,7 @@ SIZE = 16
 
 def layout_onnx(path: Path) -> Path:
     """conv -> Transpose -> conv, two convs -> Concat -> 1x1 conv -> channel Slice -> Reshape -> conv -> conv."""
-    import onnx
     from onnx import helper as h
-    from onnx import numpy_helper as nh
 
     rng = np.random.default_rng(0)
 
@@ -47,13 +46,7 @@ def layout_onnx(path: Path) -> Path:
         h.make_node("Conv", ["rs", "w4"], ["c4"], **pad), h.make_node("Relu", ["c4"], ["r4"]),
         h.make_node("Conv", ["r4", "w5"], ["y"]),
     ]
-    graph = h.make_graph(nodes, "layout", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, SIZE, SIZE])],
-                         [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 10, SIZE, SIZE])],
-                         [nh.from_array(v, k) for k, v in inits.items()])
-    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
-    model.ir_version = 8
-    onnx.save(model, str(path))
-    return path
+    return save_onnx(path, nodes, {"x": [1, 3, SIZE, SIZE]}, {"y": [1, 10, SIZE, SIZE]}, inits, name="layout")
 
 
 @pytest.fixture(scope="module")
@@ -68,16 +61,6 @@ def layout_model(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     _, report = quantize_model(fp32, int8, {"path": str(root / "cal.npy"), "feature_quantize_method": "KL"})
     assert report.counts["convs"] == 6 and report.counts["layout"] == 4
     return {"fp32": fp32, "int8": int8}
-
-
-def _outputs(interp: object, xs: np.ndarray) -> np.ndarray:
-    session = interp.createSession({})
-    outs = []
-    for x in xs:
-        interp.getSessionInput(session).copyFrom(mnnpy.Tensor([1, *x.shape], data=x[None], dimType=1))
-        interp.runSession(session)
-        outs.append(interp.getSessionOutput(session).getNumpyData().ravel().copy())
-    return np.array(outs)
 
 
 def test_layout_ops_share_scales_and_stay_int8(layout_model: dict[str, Path]) -> None:
@@ -100,12 +83,12 @@ def test_int8_layout_matches_official_and_float(layout_model: dict[str, Path]) -
     from support.official import run as official
 
     xs = calibration_inputs(8, SIZE, seed=7)
-    ours = _outputs(interpreter(str(layout_model["int8"])), xs)
+    ours = logits(interpreter(str(layout_model["int8"])), xs)
     theirs = np.array([official(layout_model["int8"], {"x": x[None]})["y"].ravel() for x in xs])
     net = load_net(layout_model["int8"])
     last = next(op for op in net.oplists if op.type == OT.Convolution and str(op.name) == "y")
     step = {int(d.index): d.quantInfo.scale for d in net.extraTensorDescribe if d.quantInfo}[int(last.outputIndexes[0])]
     assert np.abs(ours - theirs).max() <= step * (1 + 1e-3)
-    ref = _outputs(mnnpy.Interpreter(str(layout_model["fp32"])), xs)
+    ref = logits(mnnpy.Interpreter(str(layout_model["fp32"])), xs)
     cosine = (ref * ours).sum(1) / np.linalg.norm(ref, axis=1) / np.linalg.norm(ours, axis=1)
     assert cosine.min() >= 0.99

@@ -13,18 +13,13 @@ from mnnpy.schema import mnn_generated as fb
 import mnnpy
 from mnnpy.quant import QuantConfigError, interpreter, lower_int8, quantize_model
 
+from .conftest import logits
+
 OT = fb.OpType
 
 
 def _run(model: str | Path, xs: np.ndarray, int8: bool = True) -> np.ndarray:
-    interp = interpreter(str(model)) if int8 else mnnpy.Interpreter(str(model))
-    session = interp.createSession({})
-    outs = []
-    for x in xs:
-        interp.getSessionInput(session).copyFrom(mnnpy.Tensor(list((1, *x.shape)), data=x[None], dimType=1))
-        interp.runSession(session)
-        outs.append(interp.getSessionOutput(session).getNumpyData().ravel())
-    return np.array(outs)
+    return logits(interpreter(str(model)) if int8 else mnnpy.Interpreter(str(model)), xs)
 
 
 def _cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -12,6 +12,8 @@ from mnnpy.schema import mnn_generated as fb
 import mnnpy
 from mnnpy.core.idst import dequantize_idst
 
+from .conftest import logits
+
 CONVS = (fb.OpType.Convolution, fb.OpType.ConvolutionDepthwise)
 # bits -> largest relative output error allowed (max |diff| / max |fp32|). On this random-weight CNN the official
 # converter's own --weightQuantBits output measures 0.012 / 0.21 / 1.7, and ours is the same numerically.
@@ -19,14 +21,7 @@ TOLERANCE = {8: 0.015, 4: 0.25, 2: 2.0}
 
 
 def _ours(path: Path, xs: np.ndarray) -> np.ndarray:
-    interp = mnnpy.Interpreter(str(path))
-    session = interp.createSession({})
-    outs = []
-    for x in xs:
-        interp.getSessionInput(session).copyFrom(mnnpy.Tensor(list((1, *x.shape)), data=x[None], dimType=1))
-        interp.runSession(session)
-        outs.append(interp.getSessionOutput(session).getNumpyData().ravel())
-    return np.array(outs)
+    return logits(mnnpy.Interpreter(str(path)), xs)
 
 
 @pytest.fixture(scope="module")

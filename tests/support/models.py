@@ -8,21 +8,36 @@ import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
 
+def save_onnx(path: Path, nodes: list, inputs: dict[str, list[int] | None], outputs: dict[str, list[int] | None],
+              inits: dict[str, np.ndarray], *, name: str = "test", opset: int = 13, check: bool = False) -> Path:
+    """Save an ONNX model (IR version 8, default domain at `opset`) made of onnx.helper `nodes`: float inputs and
+    outputs as {name: shape or None}, initializers as {name: array} (kept in the array's own dtype)."""
+    import onnx
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    def info(values: dict[str, list[int] | None]) -> list:
+        return [h.make_tensor_value_info(k, onnx.TensorProto.FLOAT, v) for k, v in values.items()]
+
+    graph = h.make_graph(nodes, name, info(inputs), info(outputs), [nh.from_array(np.asarray(v), k)
+                                                                     for k, v in inits.items()])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)])
+    model.ir_version = 8
+    if check:
+        onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path
+
+
 def interop_onnx(path: Path, seed: int = 0) -> Path:
     """The spine's interop model, input x [1,3,8,8] -> y [1,64,10].
 
     Ops: Conv, BatchNormalization, Relu, depthwise Conv, Add, MaxPool, Concat, Resize, Reshape, Transpose,
     LayerNormalization, MatMul, Softmax.
     """
-    import onnx
-    from onnx import TensorProto
     from onnx import helper as h
-    from onnx import numpy_helper as nh
 
     rng = np.random.default_rng(seed)
-
-    def f32(name: str, arr: np.ndarray) -> onnx.TensorProto:
-        return nh.from_array(np.asarray(arr, np.float32), name)
 
     nodes = [
         h.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
@@ -39,20 +54,13 @@ def interop_onnx(path: Path, seed: int = 0) -> Path:
         h.make_node("MatMul", ["ln", "mw"], ["mm"]),
         h.make_node("Softmax", ["mm"], ["y"], axis=-1),
     ]
-    inits = [
-        f32("w1", rng.normal(size=(8, 3, 3, 3))), f32("b1", rng.normal(size=8)), f32("g", rng.random(8) + 0.5),
-        f32("bb", rng.normal(size=8)), f32("m", rng.normal(size=8)), f32("v", rng.random(8) + 0.5),
-        f32("wd", rng.normal(size=(8, 1, 3, 3))), f32("sc", [1, 1, 2, 2]),
-        nh.from_array(np.array([1, 16, 64], np.int64), "shp"), f32("lg", rng.random(16) + 0.5),
-        f32("lb", rng.normal(size=16)), f32("mw", rng.normal(size=(16, 10))),
-    ]
-    graph = h.make_graph(nodes, "interop", [h.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
-                         [h.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64, 10])], inits)
-    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, path)
-    return path
+    f32 = {"w1": rng.normal(size=(8, 3, 3, 3)), "b1": rng.normal(size=8), "g": rng.random(8) + 0.5,
+           "bb": rng.normal(size=8), "m": rng.normal(size=8), "v": rng.random(8) + 0.5,
+           "wd": rng.normal(size=(8, 1, 3, 3)), "sc": [1, 1, 2, 2], "lg": rng.random(16) + 0.5,
+           "lb": rng.normal(size=16), "mw": rng.normal(size=(16, 10))}
+    inits = {k: np.asarray(v, np.float32) for k, v in f32.items()} | {"shp": np.array([1, 16, 64], np.int64)}
+    return save_onnx(path, nodes, {"x": [1, 3, 8, 8]}, {"y": [1, 64, 10]}, inits, name="interop", opset=17,
+                     check=True)
 
 
 def _op(op_type: int, name: str, inputs: list[int], outputs: list[int], param_type: int = 0,

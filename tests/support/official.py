@@ -9,9 +9,12 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+
+from support import runners
 
 
 def require_mnn() -> object:
@@ -35,25 +38,14 @@ def convert(src: Path, dst: Path, *extra: str, framework: str = "ONNX") -> Path:
     return Path(dst)
 
 
-def run(path: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Run a .mnn file in official MNN on CPU; inputs and outputs are NCHW float32 arrays by name."""
-    mnn = require_mnn()
-    interp = mnn.Interpreter(str(path))
-    session = interp.createSession({})
-    for name, x in feeds.items():
-        tensor = interp.getSessionInput(session, name)
-        if list(tensor.getShape()) != list(x.shape):
-            interp.resizeTensor(tensor, tuple(x.shape))  # MNN wants a tuple
-            interp.resizeSession(session)
-            tensor = interp.getSessionInput(session, name)
-        host = mnn.Tensor(x.shape, mnn.Halide_Type_Float, np.ascontiguousarray(x, np.float32),
-                          mnn.Tensor_DimensionType_Caffe)
-        tensor.copyFrom(host)
-    interp.runSession(session)
-    outputs = {}
-    for name, tensor in interp.getSessionOutputAll(session).items():
-        shape = list(tensor.getShape())
-        host = mnn.Tensor(shape, mnn.Halide_Type_Float, np.zeros(shape, np.float32), mnn.Tensor_DimensionType_Caffe)
-        tensor.copyToHostTensor(host)
-        outputs[name] = np.array(host.getData(), np.float32).reshape(shape)
-    return outputs
+def run(path: Path, feeds: dict[str, np.ndarray], outputs: list[str] | None = None, **kwargs: Any
+        ) -> dict[str, np.ndarray]:
+    """Run a .mnn file in official MNN on CPU; inputs and outputs are NCHW arrays by name (`support.runners.run`'s
+    options: `dim`, `config`, `hints`, ...)."""
+    return runners.run(path, feeds, outputs, lib=require_mnn(), **kwargs)
+
+
+def run_many(path: Path, runs: list[dict[str, np.ndarray]], outputs: list[str] | None = None, **kwargs: Any
+             ) -> list[dict[str, np.ndarray]]:
+    """`run` once per feed dict in one official MNN session (`support.runners.run_many`)."""
+    return runners.run_many(path, runs, outputs, lib=require_mnn(), **kwargs)

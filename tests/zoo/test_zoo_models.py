@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from support import official, runners
 
 pytestmark = pytest.mark.zoo
 
@@ -207,23 +208,8 @@ def _reference(case: Case, src: Path) -> tuple[list[Feeds], list[Feeds]]:
 
 def run_mnnpy(path: Path, runs: list[Feeds]) -> list[Feeds]:
     """Run `path` on mnnpy's CPU backend once per feed dict (one session, resized when a shape changes)."""
-    import mnnpy as MNN  # noqa: N812 - as MNN scripts do
-
-    interp = MNN.Interpreter(str(path))
-    session = interp.createSession({"backend": "CPU", "numThread": 1})
-    results = []
-    for feeds in runs:
-        for name, x in feeds.items():
-            t = interp.getSessionInput(session, name)
-            if tuple(t.getShape()) != x.shape:
-                interp.resizeTensor(t, x.shape)
-                interp.resizeSession(session)
-        for name, x in feeds.items():
-            interp.getSessionInput(session, name).copyFrom(x)
-        interp.runSession(session)
-        results.append({k: np.array(v.getNumpyData(), np.float32)
-                        for k, v in interp.getSessionOutputAll(session).items()})
-    return results
+    got = runners.run_many(path, runs, dim=None, config={"backend": "CPU", "numThread": 1})
+    return [{k: v.astype(np.float32) for k, v in outs.items()} for outs in got]
 
 
 def run_official(path: Path, runs: list[Feeds], outputs: list[str] | None = None,
@@ -234,58 +220,10 @@ def run_official(path: Path, runs: list[Feeds], outputs: list[str] | None = None
     With `outputs` (names), the model runs through MNN's Module API: its Session API cannot run control flow (If/While;
     "Compute Shape Error for If_0_outputs_0", empty outputs).
     """
-    mnn = pytest.importorskip("MNN", reason="official MNN wheel (pip install mnn) not installed")
     if outputs:
-        return _run_official_module(path, runs, outputs)
-    interp = mnn.Interpreter(str(path))
-    for mode, value in hints:
-        interp.setSessionHint(mode, value)
-    session = interp.createSession({"backend": "CPU", "numThread": 1})
-    results = []
-    for feeds in runs:
-        for name, x in feeds.items():
-            t = interp.getSessionInput(session, name)
-            if tuple(t.getShape()) != x.shape:
-                interp.resizeTensor(t, tuple(x.shape))
-                interp.resizeSession(session)
-        for name, x in feeds.items():
-            if x.dtype.kind in "iu":
-                host = mnn.Tensor(x.shape, mnn.Halide_Type_Int, np.ascontiguousarray(x, np.int32),
-                                  mnn.Tensor_DimensionType_Caffe)
-            else:
-                host = mnn.Tensor(x.shape, mnn.Halide_Type_Float, np.ascontiguousarray(x, np.float32),
-                                  mnn.Tensor_DimensionType_Caffe)
-            interp.getSessionInput(session, name).copyFrom(host)
-        interp.runSession(session)
-        outs = {}
-        for name, t in interp.getSessionOutputAll(session).items():
-            shape = list(t.getShape())
-            host = mnn.Tensor(shape, mnn.Halide_Type_Float, np.zeros(shape, np.float32), mnn.Tensor_DimensionType_Caffe)
-            t.copyToHostTensor(host)
-            outs[name] = np.array(host.getData(), np.float32).reshape(shape)
-        results.append(outs)
-    return results
-
-
-def _run_official_module(path: Path, runs: list[Feeds], outputs: list[str]) -> list[Feeds]:
-    import MNN.expr as F  # noqa: N812 - as MNN scripts do
-    import MNN.nn as nn
-
-    inputs = list(runs[0])
-    module = nn.load_module_from_file(str(path), inputs, outputs)
-    results = []
-    for feeds in runs:
-        args = []
-        for name in inputs:
-            x = feeds[name]
-            if x.dtype.kind in "iu":
-                args.append(F.const(np.ascontiguousarray(x, np.int32), list(x.shape), F.NCHW, F.int))
-            else:
-                args.append(F.const(np.ascontiguousarray(x, np.float32), list(x.shape), F.NCHW, F.float))
-        values = module.forward(args)
-        results.append({k: np.array(F.convert(v, F.NCHW).read(), np.float32)
-                        for k, v in zip(outputs, values, strict=True)})
-    return results
+        return runners.run_module(official.require_mnn(), path, runs, outputs)
+    got = official.run_many(path, runs, config={"backend": "CPU", "numThread": 1}, hints=hints)
+    return [{k: v.astype(np.float32) for k, v in outs.items()} for outs in got]
 
 
 def max_rel(got: np.ndarray, ref: np.ndarray) -> float:

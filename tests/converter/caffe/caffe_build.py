@@ -14,6 +14,7 @@ from mnnpy.converter.passes import run_pipeline
 from mnnpy.converter.writer import graph_to_net
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema import save_net
+from support import runners
 
 
 def write_caffemodel(path: Path, weights: dict[str, list[np.ndarray]]) -> Path:
@@ -47,15 +48,8 @@ def convert(prototxt: str, weights: dict[str, list[np.ndarray]], tmp_path: Path,
 
 
 def run_mnnpy(path: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Run a .mnn in mnnpy's Interpreter."""
-    import mnnpy
-
-    interp = mnnpy.Interpreter(str(path))
-    session = interp.createSession({})
-    for name, x in feeds.items():
-        interp.getSessionInput(session, name).copyFrom(x)
-    interp.runSession(session)
-    return {k: v.getNumpyData() for k, v in interp.getSessionOutputAll(session).items()}
+    """Run a .mnn in mnnpy's Interpreter (arrays in each tensor's own dimension type)."""
+    return runners.run(path, feeds, dim=None)
 
 
 def run_opencv(proto_path: Path, model_path: Path, feeds: dict[str, np.ndarray], outputs: list[str]

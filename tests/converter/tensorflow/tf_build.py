@@ -15,6 +15,7 @@ from mnnpy.converter.passes import run_pipeline
 from mnnpy.converter.writer import graph_to_net
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema import save_net
+from support import official, runners
 
 _TYPE_ATTRS = {"T", "dtype", "DstT", "SrcT", "Tidx", "Tshape", "out_type", "Tpaddings", "Index", "Taxis", "Tindices",
                "Tparams", "U"}
@@ -103,29 +104,7 @@ def convert(builder: GraphBuilder, path: Path, outputs: list[str] | None = None)
 def run_session(lib: Any, path: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Run a converted TF model through `lib`'s Session API (mnnpy or the official MNN wheel: the same calls), as
     MNN users run TF models: NHWC arrays in and out through Tensorflow-dimension host tensors."""
-    interp = lib.Interpreter(str(path))
-    session = interp.createSession({})
-    nhwc = lib.Tensor_DimensionType_Tensorflow
-    for name, x in feeds.items():
-        tensor = interp.getSessionInput(session, name)
-        assert tensor.getDimensionType() == nhwc, f"TF input {name} must be declared NHWC"
-        if tuple(tensor.getShape()) != x.shape:
-            interp.resizeTensor(tensor, tuple(x.shape))
-            interp.resizeSession(session)
-            tensor = interp.getSessionInput(session, name)
-        kind = lib.Halide_Type_Int if x.dtype.kind in "iub" else lib.Halide_Type_Float
-        data = np.ascontiguousarray(x, np.int32 if x.dtype.kind in "iub" else np.float32)
-        tensor.copyFrom(lib.Tensor(x.shape, kind, data, nhwc))
-    interp.runSession(session)
-    outputs = {}
-    for name, tensor in interp.getSessionOutputAll(session).items():
-        shape = tuple(tensor.getShape())
-        kind, dtype = (lib.Halide_Type_Int, np.int32) if tensor.getDataType() == lib.Halide_Type_Int else \
-            (lib.Halide_Type_Float, np.float32)
-        host = lib.Tensor(shape, kind, np.zeros(shape, dtype), nhwc)
-        tensor.copyToHostTensor(host)
-        outputs[name] = np.array(host.getData(), dtype).reshape(shape)
-    return outputs
+    return runners.run(path, feeds, lib=lib, dim="tensorflow", expect_dim=True)
 
 
 def run_mnnpy(path: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -137,19 +116,13 @@ def run_mnnpy(path: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]
 
 def run_official(path: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Run a .mnn in the official MNN wheel (skips when it is missing; NHWC host tensors)."""
-    mnn = pytest.importorskip("MNN", reason="official MNN wheel (pip install mnn) not installed")
-    return run_session(mnn, path, feeds)
+    return run_session(official.require_mnn(), path, feeds)
 
 
 def run_module(lib: Any, path: Path, feeds: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
     """Run a converted TF model through `lib`'s expr/Module API (mnnpy or official MNN): NHWC Vars in, outputs
     read in NHWC."""
-    F = lib.expr  # noqa: N806 - MNN's own alias
-    module = lib.nn.load_module_from_file(str(path), list(feeds), outputs)
-    args = [F.const(np.ascontiguousarray(x, np.float32), list(x.shape), F.NHWC, F.float) for x in feeds.values()]
-    values = module.forward(args)
-    values = values if isinstance(values, list | tuple) else [values]
-    return {name: np.array(F.convert(v, F.NHWC).read(), np.float32) for name, v in zip(outputs, values, strict=True)}
+    return runners.run_module(lib, path, [feeds], outputs, fmt="NHWC")[0]
 
 
 def check(builder: GraphBuilder, feeds: dict[str, np.ndarray], refs: dict[str, np.ndarray], tmp_path: Path,
