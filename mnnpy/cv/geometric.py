@@ -16,7 +16,7 @@ import numpy as np
 
 from mnnpy import expr as ex
 from mnnpy.cv import constants as cc
-from mnnpy.cv._sample import cubic_weights, sample
+from mnnpy.cv._sample import cubic_weights, sample, sample_fixed
 from mnnpy.cv._util import as_float, floats, hwc, ints, np_dtype, restore, saturate, to_np, to_var
 from mnnpy.expr.var import Var
 
@@ -196,16 +196,20 @@ def _grid(dh: int, dw: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _affine_coords(m: np.ndarray, dh: int, dw: int, nearest: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Source coordinates of warpAffine in OpenCV's fixed point (10 bits, then 1/32 pixel, or whole pixels)."""
+    """warpAffine's source positions in OpenCV's fixed point: saturate_cast<int> of M * 2^10 (per-column
+    increments plus a per-row offset with the rounding delta), then whole pixels or 1/32-pixel integers."""
     ab = 1 << 10
     x = np.arange(dw, dtype=np.float64)
     y = np.arange(dh, dtype=np.float64)[:, None]
     rd = ab // 2 if nearest else ab // 64
-    fx = np.rint(m[0, 0] * x * ab)[None, :] + np.rint((m[0, 1] * y + m[0, 2]) * ab) + rd
-    fy = np.rint(m[1, 0] * x * ab)[None, :] + np.rint((m[1, 1] * y + m[1, 2]) * ab) + rd
+
+    def fixed(v: np.ndarray) -> np.ndarray:
+        return np.rint(np.clip(v * ab, -2.0**31, 2.0**31 - 1)).astype(np.int64)
+
+    fx = fixed(m[0, 0] * x)[None, :] + fixed(m[0, 1] * y + m[0, 2]) + rd
+    fy = fixed(m[1, 0] * x)[None, :] + fixed(m[1, 1] * y + m[1, 2]) + rd
     shift = 10 if nearest else 5
-    scale = 1.0 if nearest else 1.0 / 32
-    return np.floor(fx / (1 << shift)) * scale, np.floor(fy / (1 << shift)) * scale
+    return fx >> shift, fy >> shift
 
 
 def warpAffine(src: Any, M: Any, dsize: Sequence[int], flags: int = cc.INTER_LINEAR,  # noqa: N803 - cv2 names
@@ -226,7 +230,7 @@ def warpAffine(src: Any, M: Any, dsize: Sequence[int], flags: int = cc.INTER_LIN
         from mnnpy.cv.color import cvtColor
 
         v = cvtColor(v, code)
-    out = sample(v, mx, my, flags & 7, borderMode, borderValue, quantize=False)
+    out = sample_fixed(v, mx, my, flags & 7, borderMode, borderValue)
     if len(mean) or len(norm):
         c = 1 if out.ndim == 2 else out.shape[2]
         mu, nm = np.zeros(c, np.float32), np.ones(c, np.float32)
@@ -243,21 +247,26 @@ def warpPerspective(src: Any, M: Any, dsize: Sequence[int], flags: int = cc.INTE
         m = np.linalg.inv(m)
     dw, dh = int(dsize[0]), int(dsize[1])
     xs, ys = _grid(dh, dw)
-    den = m[2, 0] * xs + m[2, 1] * ys + m[2, 2]
-    den = np.where(den != 0, 1.0 / np.where(den == 0, 1, den), 0.0)
-    mx = (m[0, 0] * xs + m[0, 1] * ys + m[0, 2]) * den
-    my = (m[1, 0] * xs + m[1, 1] * ys + m[1, 2]) * den
-    return sample(to_var(src), mx, my, flags & 7, borderMode, borderValue)
+    scale = 1.0 if flags & 7 == cc.INTER_NEAREST else 32.0  # OpenCV: W = W ? scale / W : 0, in double
+    den = m[2, 2] + m[2, 1] * ys + m[2, 0] * xs
+    den = np.where(den != 0, scale / np.where(den == 0, 1, den), 0.0)
+
+    def fixed(v: np.ndarray) -> np.ndarray:
+        return np.rint(np.clip(v * den, -2.0**31, 2.0**31 - 1)).astype(np.int64)
+
+    fx = fixed(m[0, 2] + m[0, 1] * ys + m[0, 0] * xs)
+    fy = fixed(m[1, 2] + m[1, 1] * ys + m[1, 0] * xs)
+    return sample_fixed(to_var(src), fx, fy, flags & 7, borderMode, borderValue)
 
 
 def remap(src: Any, map1: Any, map2: Any, interpolation: int,
           borderMode: int = cc.BORDER_CONSTANT, borderValue: Any = 0) -> Var:  # noqa: N803 - cv2 names
     """dst(x, y) = src(map1(x, y), map2(x, y)) with float maps (MNN: `cv.remap`)."""
-    m1 = to_np(map1).astype(np.float64)
+    m1 = to_np(map1).astype(np.float32)
     if m1.ndim == 3 and m1.shape[2] == 2:
         mx, my = m1[..., 0], m1[..., 1]
     else:
-        mx, my = m1, to_np(map2).astype(np.float64)
+        mx, my = m1, to_np(map2).astype(np.float32)
     return sample(to_var(src), mx, my, interpolation, borderMode, borderValue)
 
 
