@@ -116,3 +116,24 @@ def scratch_cnn_reference(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.nda
     pool = relu.reshape(n, c, hh // 2, 2, ww // 2, 2).max(axis=(3, 5))
     e = np.exp(pool - pool.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
+
+
+def attention_nodes(src: str = "x", residual: str = "x", out: str = "y") -> list:
+    """ONNX nodes of an unfused multi-head attention block as exporters write it: Q/K/V MatMuls on `src` (weights
+    wq, wk, wv), head split (Reshape by `hs`, Transpose), QK^T scaled by `scale`, Softmax, PV, head merge (Reshape
+    by `ms`), output projection `wo`, and `out` = projection + `residual`."""
+    from onnx import helper as h
+
+    return [*(h.make_node("MatMul", [src, f"w{n}"], [n]) for n in "qkv"),
+            *(h.make_node("Reshape", [n, "hs"], [f"{n}2"]) for n in "qkv"),
+            h.make_node("Transpose", ["q2"], ["q3"], perm=[0, 2, 1, 3]),
+            h.make_node("Transpose", ["k2"], ["k3"], perm=[0, 2, 3, 1]),
+            h.make_node("Transpose", ["v2"], ["v3"], perm=[0, 2, 1, 3]),
+            h.make_node("MatMul", ["q3", "k3"], ["att"]),
+            h.make_node("Mul", ["att", "scale"], ["att2"]),
+            h.make_node("Softmax", ["att2"], ["p"], axis=-1),
+            h.make_node("MatMul", ["p", "v3"], ["o"]),
+            h.make_node("Transpose", ["o"], ["o2"], perm=[0, 2, 1, 3]),
+            h.make_node("Reshape", ["o2", "ms"], ["o3"]),
+            h.make_node("MatMul", ["o3", "wo"], ["o4"]),
+            h.make_node("Add", ["o4", residual], [out])]

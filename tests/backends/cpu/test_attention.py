@@ -11,25 +11,9 @@ from mnnpy.converter.graph import Graph, InputSpec
 from mnnpy.converter.writer import graph_to_net
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema import save_net
+from support import references
 
 import mnnpy
-
-
-def _reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None, causal: bool) -> np.ndarray:
-    b, sq, h, d = q.shape
-    rep = h // k.shape[2]
-    qh = q.transpose(0, 2, 1, 3).astype(np.float64)
-    kh = np.repeat(k.transpose(0, 2, 1, 3), rep, axis=1).astype(np.float64)
-    vh = np.repeat(v.transpose(0, 2, 1, 3), rep, axis=1).astype(np.float64)
-    s = qh @ kh.transpose(0, 1, 3, 2) / np.sqrt(d)
-    if mask is not None:
-        s = s + mask
-    if causal:
-        skv = k.shape[1]
-        s = s + np.triu(np.full((sq, skv), -np.inf), 1 + skv - sq)
-    p = np.exp(s - s.max(-1, keepdims=True))
-    p /= p.sum(-1, keepdims=True)
-    return (p @ vh).transpose(0, 2, 1, 3).reshape(b, sq, -1)
 
 
 @pytest.mark.parametrize(("shape", "kv", "mask_shape", "causal", "blocks"), [
@@ -50,7 +34,7 @@ def test_blocked_attention_matches_numpy(shape: tuple, kv: tuple, mask_shape: tu
     plan = blocked.plan(q.shape, k.shape, v.shape, *blocks)
     out = np.full((shape[0], shape[1], shape[2] * kv[3]), np.nan, np.float32)
     blocked.run(q, k, v, out, plan, blocked.Scratch(plan), mask4, causal, 1.0 / np.sqrt(shape[3]))
-    np.testing.assert_allclose(out, _reference(q, k, v, mask4, causal), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out, references.attention(q, k, v, mask4, causal), rtol=1e-5, atol=1e-5)
 
 
 def test_masked_positions_with_minus_infinity_stay_finite() -> None:
@@ -62,7 +46,7 @@ def test_masked_positions_with_minus_infinity_stay_finite() -> None:
         plan = blocked.plan(q.shape, k.shape, v.shape, *blocks)
         out = np.empty((1, 6, 4), np.float32)
         blocked.run(q, k, v, out, plan, blocked.Scratch(plan), mask, False, 0.5)
-        np.testing.assert_allclose(out, _reference(q, k, v, mask, False), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(out, references.attention(q, k, v, mask, False), rtol=1e-5, atol=1e-6)
 
 
 def _attention_model(path: Path, seq: int, heads: int = 4, head_dim: int = 16, fused: bool = True) -> Path:

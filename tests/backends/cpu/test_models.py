@@ -7,6 +7,7 @@ import numpy as np
 from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper as nh
+from support.models import attention_nodes
 
 
 def _w(rng: np.random.Generator, name: str, *shape: int, scale: float = 0.3) -> object:
@@ -46,23 +47,7 @@ def transformer_layer(d: int = 16, heads: int = 2, seq: int = 5) -> object:
     hd = d // heads
     nodes = [
         h.make_node("LayerNormalization", ["x", "g1", "be1"], ["ln1"], axis=-1),
-        h.make_node("MatMul", ["ln1", "wq"], ["q"]),
-        h.make_node("MatMul", ["ln1", "wk"], ["k"]),
-        h.make_node("MatMul", ["ln1", "wv"], ["v"]),
-        h.make_node("Reshape", ["q", "hs"], ["q2"]),
-        h.make_node("Reshape", ["k", "hs"], ["k2"]),
-        h.make_node("Reshape", ["v", "hs"], ["v2"]),
-        h.make_node("Transpose", ["q2"], ["q3"], perm=[0, 2, 1, 3]),
-        h.make_node("Transpose", ["k2"], ["k3"], perm=[0, 2, 3, 1]),
-        h.make_node("Transpose", ["v2"], ["v3"], perm=[0, 2, 1, 3]),
-        h.make_node("MatMul", ["q3", "k3"], ["att"]),
-        h.make_node("Mul", ["att", "scale"], ["att2"]),
-        h.make_node("Softmax", ["att2"], ["p"], axis=-1),
-        h.make_node("MatMul", ["p", "v3"], ["o"]),
-        h.make_node("Transpose", ["o"], ["o2"], perm=[0, 2, 1, 3]),
-        h.make_node("Reshape", ["o2", "ms"], ["o3"]),
-        h.make_node("MatMul", ["o3", "wo"], ["o4"]),
-        h.make_node("Add", ["o4", "x"], ["r1"]),
+        *attention_nodes("ln1", "x", "r1"),
         h.make_node("LayerNormalization", ["r1", "g2", "be2"], ["ln2"], axis=-1),
         h.make_node("MatMul", ["ln2", "wf1"], ["f1"]),
         h.make_node("Add", ["f1", "bf1"], ["f2"]),

@@ -79,25 +79,3 @@ def assert_close(actual: np.ndarray, expected: np.ndarray, tol: float = 1e-4) ->
     """fp32 comparison: absolute and relative tolerance `tol`."""
     assert actual.shape == expected.shape, f"shape {actual.shape} != {expected.shape}"
     np.testing.assert_allclose(actual, expected.astype(np.float32), rtol=tol, atol=tol)
-
-
-def reference_conv(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, stride: tuple[int, int],
-                   pads: tuple[int, int, int, int], dilation: tuple[int, int], group: int) -> np.ndarray:
-    """Direct float64 convolution: `weight` is (oc, ic/group, kh, kw), pads (top, left, bottom, right)."""
-    n, ic, h, w = x.shape
-    oc, icg, kh, kw = weight.shape
-    (sh, sw), (dh, dw), (pt, pl, pb, pr) = stride, dilation, pads
-    xp = np.zeros((n, ic, h + pt + pb, w + pl + pr))
-    xp[:, :, pt:pt + h, pl:pl + w] = x
-    oh = (h + pt + pb - (kh - 1) * dh - 1) // sh + 1
-    ow = (w + pl + pr - (kw - 1) * dw - 1) // sw + 1
-    out = np.zeros((n, oc, oh, ow)) + bias.reshape(1, -1, 1, 1)
-    ocg = oc // group
-    for g in range(group):
-        for i in range(kh):
-            for j in range(kw):
-                patch = xp[:, g * icg:(g + 1) * icg, i * dh:i * dh + (oh - 1) * sh + 1:sh,
-                           j * dw:j * dw + (ow - 1) * sw + 1:sw]
-                taps = weight[g * ocg:(g + 1) * ocg, :, i, j]
-                out[:, g * ocg:(g + 1) * ocg] += np.einsum("nchw,oc->nohw", patch, taps)
-    return out

@@ -2,25 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from mnnpy.schema import mnn_generated as fb
+from support import references
 
 from .helpers import AWKWARD_CHANNELS, Harness, assert_close, make_op, rand
-
-
-def _attention_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
-    b, sq, h, d = q.shape
-    rep = h // k.shape[2]
-    qh = q.transpose(0, 2, 1, 3).astype(np.float64)
-    kh = np.repeat(k.transpose(0, 2, 1, 3), rep, axis=1).astype(np.float64)
-    vh = np.repeat(v.transpose(0, 2, 1, 3), rep, axis=1).astype(np.float64)
-    s = qh @ kh.transpose(0, 1, 3, 2) / np.sqrt(d)
-    skv = k.shape[1]
-    s = s + (np.triu(np.full((sq, skv), -np.inf), 1 + skv - sq) if mask is None else mask)
-    p = np.exp(s - s.max(-1, keepdims=True))
-    p /= p.sum(-1, keepdims=True)
-    return (p @ vh).transpose(0, 2, 1, 3).reshape(b, sq, -1)
 
 
 @pytest.mark.parametrize(("q_shape", "kv_shape", "mask_shape"), [
@@ -42,7 +28,7 @@ def test_attention(backend: object, q_shape: tuple, kv_shape: tuple, mask_shape:
     out_shape = (q_shape[0], q_shape[1], q_shape[2] * kv_shape[3])
     (y,) = Harness(backend).run(fb.OpType.Attention, make_op(fb.OpType.Attention, param), inputs,
                                 ["NCHW"] * len(inputs), [out_shape], out_fmt="NCHW")
-    assert_close(y, _attention_reference(q, k, v, mask4))
+    assert_close(y, references.attention(q, k, v, mask4))
 
 
 @pytest.mark.parametrize("channels", [c * 2 for c in AWKWARD_CHANNELS[:3]])
@@ -55,10 +41,7 @@ def test_group_norm(backend: object, channels: int, fmt: str) -> None:
     p.axis, p.epsilon, p.group, p.bSwish = 1, 1e-5, groups, 1
     p.gamma = rand((channels,), seed=6).tolist()
     p.beta = rand((channels,), seed=7).tolist()
-    g = x.astype(np.float64).reshape(2, groups, -1)
-    ref = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5)).reshape(shape)
-    ref = ref * np.reshape(p.gamma, (1, -1, 1, 1)) + np.reshape(p.beta, (1, -1, 1, 1))
-    ref = ref / (1.0 + np.exp(-ref))
+    ref = references.group_norm(x, groups, p.gamma, p.beta, swish=True)
     (y,) = Harness(backend).run(fb.OpType.GroupNorm, make_op(fb.OpType.GroupNorm, p), [x], [fmt], [shape],
                                 out_fmt=fmt)
     assert_close(y, ref)

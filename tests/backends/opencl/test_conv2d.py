@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from mnnpy.schema import mnn_generated as fb
+from support.references import conv2d as reference_conv
 
-from .helpers import Harness, assert_close, make_op, rand, reference_conv
+from .helpers import Harness, assert_close, make_op, rand
 
 
 def conv_op(op_type: int, ic: int, oc: int, k: tuple[int, int], stride: tuple[int, int] = (1, 1),

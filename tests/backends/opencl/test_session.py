@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from mnnpy.backends.opencl.runtime import OpenCLRuntime
 from mnnpy.schema.io import net_to_bytes
-from support.models import scratch_cnn, scratch_cnn_reference
+from support.models import attention_nodes, scratch_cnn, scratch_cnn_reference
 
 import mnnpy as MNN  # noqa: N812 - as official scripts do
 from mnnpy.core import registry
@@ -116,19 +116,7 @@ def _onnx_attention(d: int = 16, heads: int = 2, seq: int = 5) -> Any:
         return numpy_helper.from_array((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
 
     hd = d // heads
-    nodes = [helper.make_node("MatMul", ["x", f"w{n}"], [n]) for n in "qkv"]
-    nodes += [helper.make_node("Reshape", [n, "hs"], [f"{n}2"]) for n in "qkv"]
-    nodes += [helper.make_node("Transpose", ["q2"], ["q3"], perm=[0, 2, 1, 3]),
-              helper.make_node("Transpose", ["k2"], ["k3"], perm=[0, 2, 3, 1]),
-              helper.make_node("Transpose", ["v2"], ["v3"], perm=[0, 2, 1, 3]),
-              helper.make_node("MatMul", ["q3", "k3"], ["att"]),
-              helper.make_node("Mul", ["att", "scale"], ["att2"]),
-              helper.make_node("Softmax", ["att2"], ["p"], axis=-1),
-              helper.make_node("MatMul", ["p", "v3"], ["o"]),
-              helper.make_node("Transpose", ["o"], ["o2"], perm=[0, 2, 1, 3]),
-              helper.make_node("Reshape", ["o2", "ms"], ["o3"]),
-              helper.make_node("MatMul", ["o3", "wo"], ["o4"]),
-              helper.make_node("Add", ["o4", "x"], ["y"])]
+    nodes = attention_nodes()
     inits = [w(f"w{n}", d, d) for n in "qkvo"]
     inits += [numpy_helper.from_array(np.array([0, 0, heads, hd], np.int64), "hs"),
               numpy_helper.from_array(np.array([0, 0, d], np.int64), "ms"),

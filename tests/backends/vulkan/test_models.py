@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from support.models import attention_nodes
 
 import mnnpy as MNN  # noqa: N812 - as official scripts do
 
@@ -95,22 +96,9 @@ def mobilenet_like() -> Any:
 
 def attention_like(d: int = 16, heads: int = 2) -> Any:
     """Q/K/V projections, head split (Reshape/Transpose), scaled QK^T, softmax, PV, merge, projection, residual."""
-    from onnx import helper
 
     hd = d // heads
-    nodes = [helper.make_node("MatMul", ["x", f"w{n}"], [n]) for n in "qkv"]
-    nodes += [helper.make_node("Reshape", [n, "hs"], [f"{n}2"]) for n in "qkv"]
-    nodes += [helper.make_node("Transpose", ["q2"], ["q3"], perm=[0, 2, 1, 3]),
-              helper.make_node("Transpose", ["k2"], ["k3"], perm=[0, 2, 3, 1]),
-              helper.make_node("Transpose", ["v2"], ["v3"], perm=[0, 2, 1, 3]),
-              helper.make_node("MatMul", ["q3", "k3"], ["att"]),
-              helper.make_node("Mul", ["att", "scale"], ["att2"]),
-              helper.make_node("Softmax", ["att2"], ["p"], axis=-1),
-              helper.make_node("MatMul", ["p", "v3"], ["o"]),
-              helper.make_node("Transpose", ["o"], ["o2"], perm=[0, 2, 1, 3]),
-              helper.make_node("Reshape", ["o2", "ms"], ["o3"]),
-              helper.make_node("MatMul", ["o3", "wo"], ["o4"]),
-              helper.make_node("Add", ["o4", "x"], ["y"])]
+    nodes = attention_nodes()
     inits = [_w(f"w{n}", d, d) for n in "qkvo"]
     inits += [_const("hs", np.array([0, 0, heads, hd], np.int64)), _const("ms", np.array([0, 0, d], np.int64)),
               _const("scale", np.float32(1 / np.sqrt(hd)))]
