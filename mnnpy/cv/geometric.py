@@ -16,16 +16,24 @@ import numpy as np
 
 from mnnpy import expr as ex
 from mnnpy.cv import constants as cc
+from mnnpy.cv._resize_u8 import (
+    area_fast_factors,
+    resize_area_fast_u8,
+    resize_area_u8,
+    resize_cubic_u8,
+    resize_linear_u8,
+)
 from mnnpy.cv._sample import cubic_weights, sample, sample_fixed
 from mnnpy.cv._util import as_float, floats, hwc, ints, np_dtype, restore, saturate, to_np, to_var
 from mnnpy.expr.var import Var
 
 
-def _axis_matrix(n: int, dn: int, scale: float, interpolation: int) -> np.ndarray:
-    """[dn, n] weights mapping a source axis of n samples to dn samples (OpenCV's resize rules)."""
+def _axis_matrix(n: int, dn: int, scale: float, interpolation: int, decimate: bool) -> np.ndarray:
+    """[dn, n] weights mapping a source axis of n samples to dn samples (OpenCV's resize rules; INTER_AREA
+    averages cells only when both axes shrink, otherwise it is linear with area-style phases on both)."""
     m = np.zeros((dn, n), np.float64)
     d = np.arange(dn)
-    if interpolation == cc.INTER_AREA and scale > 1:
+    if interpolation == cc.INTER_AREA and decimate:
         for i in range(dn):
             f1 = i * scale
             f2 = f1 + scale
@@ -71,62 +79,6 @@ def _resize_nearest(v: Var, dh: int, dw: int, sy: float, sx: float) -> Var:
     return ex.gather(ex.gather(v, ints(rows), 0), ints(cols), 1)
 
 
-def _linear_taps(n: int, dn: int, scale: float, clamp: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """OpenCV's uint8 bilinear taps: float32 positions, Q11 weights rounded one by one (their sum may miss 2048).
-    Columns clamp the position at the borders; rows keep the weights and clamp only the row indices."""
-    f = ((np.arange(dn) + 0.5) * scale - 0.5).astype(np.float32)
-    s = np.floor(f).astype(np.int64)
-    f = (f - s.astype(np.float32)).astype(np.float32)
-    if clamp:
-        f[(s < 0) | (s >= n - 1)] = 0
-        s = np.clip(s, 0, n - 1)
-    w0 = np.round((np.float32(1) - f) * np.float32(2048)).astype(np.int32)
-    w1 = np.round(f * np.float32(2048)).astype(np.int32)
-    return np.clip(s, 0, n - 1), np.clip(s + 1, 0, n - 1), w0, w1
-
-
-def _resize_linear_u8(v: Var, dh: int, dw: int, sy: float, sx: float) -> Var:
-    """uint8 bilinear resize bit-exact with OpenCV: integer row pass (Q11), then its SIMD column pass
-    ((r0 >> 4) * b0 >> 16) + ((r1 >> 4) * b1 >> 16) + 2 >> 2, in int32 expr ops."""
-    h, w, _ = v.shape
-    x0, x1, a0, a1 = _linear_taps(w, dw, sx, True)
-    y0, y1, b0, b1 = _linear_taps(h, dh, sy, False)
-    rx = np.zeros((w, dw), np.float32)
-    np.add.at(rx, (x0, np.arange(dw)), a0)
-    np.add.at(rx, (x1, np.arange(dw)), a1)
-    rows = ex.matmul(ex.transpose(as_float(v), [2, 0, 1]), floats(rx))  # [c, h, dw], integers < 2**24: exact
-
-    def tap(idx: np.ndarray, wt: np.ndarray) -> Var:
-        r = ex.floordiv(ex.cast(ex.gather(rows, ints(idx), 1), ex.int), ints(16))
-        return ex.floordiv(r * ints(wt.reshape(-1, 1)), ints(1 << 16))
-
-    out = ex.floordiv(tap(y0, b0) + tap(y1, b1) + ints(2), ints(4))
-    out = ex.minimum(ex.maximum(out, ints(0)), ints(255))
-    return ex.cast(ex.transpose(out, [1, 2, 0]), ex.uint8)
-
-
-def _resize_half_u8(v: Var, dh: int, dw: int) -> Var:
-    """Exact 2x uint8 downscale as OpenCV's fast area path: (2x2 sum + 2) >> 2; blocks cut by an odd border
-    average the pixels they have, rounded half to even."""
-    h, w, _ = v.shape
-
-    def pick(n: int, dn: int) -> tuple[np.ndarray, np.ndarray]:
-        m = np.zeros((dn, n), np.float32)
-        src = np.arange(min(n, 2 * dn))
-        m[src // 2, src] = 1.0
-        return m, m.sum(1)
-
-    ry, ny = pick(h, dh)
-    rx, nx = pick(w, dw)
-    chw = ex.transpose(as_float(v), [2, 0, 1])
-    total = ex.matmul(ex.matmul(floats(ry), chw), floats(rx.T))  # small integer sums: exact
-    count = np.outer(ny, nx)
-    full = ex.floor((total + 2.0) * 0.25)
-    part = ex.round(total * floats(1.0 / np.maximum(count, 1.0)))
-    out = ex.select(ex.equal(floats(count), floats(4.0)), full, part)
-    return ex.cast(ex.transpose(out, [1, 2, 0]), ex.uint8)
-
-
 def resize(src: Any, dsize: Sequence[int] | None = None, fx: float | None = None, fy: float | None = None,
            interpolation: int = cc.INTER_LINEAR, code: int | None = None, mean: Sequence[float] = (),
            norm: Sequence[float] = ()) -> Var:
@@ -135,7 +87,7 @@ def resize(src: Any, dsize: Sequence[int] | None = None, fx: float | None = None
     Args:
         src: image Var or array.
         dsize: (width, height); when empty or zero, the size is round(w * fx), round(h * fy).
-        fx, fy: scale factors (used for the coordinate mapping when given, as OpenCV does).
+        fx, fy: scale factors, used only without dsize (as OpenCV: a given dsize sets the scales).
         interpolation: an `INTER_*` constant.
         code: optional `COLOR_*` code applied first (MNN's extension).
         mean, norm: optional per-channel (x - mean) * norm applied after resizing (MNN's extension; float result).
@@ -149,25 +101,29 @@ def resize(src: Any, dsize: Sequence[int] | None = None, fx: float | None = None
     h, w, c = v.shape
     if dsize is not None and len(dsize) == 2 and dsize[0] > 0 and dsize[1] > 0:
         dw, dh = int(dsize[0]), int(dsize[1])
-        sx = w / dw if not fx else 1.0 / fx
-        sy = h / dh if not fy else 1.0 / fy
+        ix, iy = dw / w, dh / h  # OpenCV: a given dsize wins over fx, fy
     else:
-        fx = fx or 1.0
-        fy = fy or 1.0
-        dw, dh = max(1, round(w * fx)), max(1, round(h * fy))
-        sx, sy = 1.0 / fx, 1.0 / fy
-    linear_u8 = interpolation == cc.INTER_LINEAR and np_dtype(v) == np.uint8
-    if linear_u8 and (sx, sy) == (2.0, 2.0):
-        out = _resize_half_u8(v, dh, dw)  # OpenCV takes its fast 2x2-average path here
-    elif linear_u8:
-        out = _resize_linear_u8(v, dh, dw, sy, sx)
+        ix, iy = float(fx or 1.0), float(fy or 1.0)
+        dw, dh = max(1, round(w * ix)), max(1, round(h * iy))
+    sx, sy = 1.0 / ix, 1.0 / iy
+    u8 = np_dtype(v) == np.uint8
+    fast = area_fast_factors(h, w, sy, sx)
+    if u8 and fast is not None and (interpolation == cc.INTER_AREA or (interpolation == cc.INTER_LINEAR
+                                                                         and fast == (2, 2))):
+        out = resize_area_fast_u8(v, dh, dw, *fast)  # OpenCV also takes this path for an exact 2x linear
+    elif u8 and interpolation == cc.INTER_AREA and sx >= 1 and sy >= 1:
+        out = resize_area_u8(v, dh, dw, sy, sx)
+    elif u8 and interpolation in (cc.INTER_LINEAR, cc.INTER_AREA):
+        out = resize_linear_u8(v, dh, dw, (sy, sx, iy, ix), area=interpolation == cc.INTER_AREA)
+    elif u8 and interpolation == cc.INTER_CUBIC:
+        out = resize_cubic_u8(v, dh, dw, sy, sx)
     elif interpolation in (cc.INTER_NEAREST, cc.INTER_NEAREST_EXACT):
         out = _resize_nearest(v, dh, dw, sy, sx)
     else:
         if interpolation not in (cc.INTER_CUBIC, cc.INTER_AREA):
             interpolation = cc.INTER_LINEAR
-        ry = _axis_matrix(h, dh, sy, interpolation)
-        rx = _axis_matrix(w, dw, sx, interpolation)
+        ry = _axis_matrix(h, dh, sy, interpolation, sx >= 1 and sy >= 1)
+        rx = _axis_matrix(w, dw, sx, interpolation, sx >= 1 and sy >= 1)
         chw = ex.transpose(as_float(v), [2, 0, 1])
         out = ex.matmul(ex.matmul(floats(ry), chw), floats(rx.T))
         out = ex.transpose(out, [1, 2, 0])

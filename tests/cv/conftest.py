@@ -15,6 +15,16 @@ def cv2():  # -> the cv2 module
     return pytest.importorskip("cv2", reason="opencv-python-headless not installed (test-only oracle)")
 
 
+@pytest.fixture
+def no_ipp(cv2):  # -> the cv2 module, with Intel IPP switched off for the test
+    """OpenCV's own code paths: its wheel routes some calls (uint8 INTER_CUBIC resize) to closed IPP kernels,
+    whose rounding differs by 1; mnnpy reproduces OpenCV's open arithmetic, compared exactly with IPP off."""
+    was = cv2.ipp.useIPP()
+    cv2.ipp.setUseIPP(False)
+    yield cv2
+    cv2.ipp.setUseIPP(was)
+
+
 def photo_path() -> Path | None:
     """grace_hopper.jpg, the photograph shipped in matplotlib's wheel (mpl-data/sample_data); None without it."""
     spec = importlib.util.find_spec("matplotlib")
