@@ -6,7 +6,9 @@ polygons are filled by an active-edge scanline walk. C semantics are kept: `>>` 
 cvRound rounds half to even. Where OpenCV 4.14 behaves differently from older sources (thin sub-pixel LINE_8
 lines round their ends and use the integer iterator, integer thick lines are pre-clipped, polygon edges start
 from their clipped pixel outline) the 4.14 behaviour is followed, as checked against cv2 in tests/cv/test_draw.py.
-LINE_AA is drawn with LINE_8 geometry (no antialiasing).
+LINE_AA follows MNN's rasteriser (tools/cv/source/imgproc/draw.cpp), which has no antialiasing: its Line() takes
+every line type but 8 as 4-connected and its thin fixed-point strokes use Line2, so LINE_AA pixels are exactly
+OpenCV's LINE_4 ones (no blended colours); thick strokes and fills are LINE_8's (the same for LINE_4).
 """
 
 from __future__ import annotations
@@ -79,8 +81,8 @@ def clip_line(w: int, h: int, p1: Sequence[int], p2: Sequence[int]) -> tuple[tup
 
 
 def line(t: Target, p1: Sequence[int], p2: Sequence[int], connectivity: int = 8) -> None:
-    """One-pixel integer line (OpenCV's LineIterator, left to right); connectivity 4 or 8."""
-    connectivity = 4 if connectivity in (1, 4) else 8
+    """One-pixel integer line (OpenCV's LineIterator, left to right); connectivity 4 or 8 (LINE_AA: 4, as MNN)."""
+    connectivity = 4 if connectivity in (1, 4, LINE_AA) else 8
     if not (0 <= p1[0] < t.w and 0 <= p2[0] < t.w and 0 <= p1[1] < t.h and 0 <= p2[1] < t.h):
         clipped = clip_line(t.w, t.h, p1, p2)
         if clipped is None:
@@ -324,7 +326,7 @@ def thick_line(t: Target, p0: Sequence[int], p1: Sequence[int], thickness: int, 
     up = XY_SHIFT - shift
     a, b = (int(p0[0]) << up, int(p0[1]) << up), (int(p1[0]) << up, int(p1[1]) << up)
     if thickness <= 1:
-        if shift == 0 or line_type != 4:  # OpenCV 4.14: only LINE_4 keeps the fixed-point Line2
+        if shift == 0 or line_type not in (4, LINE_AA):  # OpenCV 4.14: only LINE_4 keeps the fixed-point Line2
             line(t, ((a[0] + HALF) >> XY_SHIFT, (a[1] + HALF) >> XY_SHIFT),
                  ((b[0] + HALF) >> XY_SHIFT, (b[1] + HALF) >> XY_SHIFT), line_type)
         else:

@@ -4,7 +4,8 @@
 As in MNN, drawing happens in place and returns None: a constant image Var is rewritten with `Var.write`, a
 numpy array is modified directly. Rasterisation is host numpy (MNN's C++ draws on the host too) with OpenCV's
 integer rasteriser (`_raster`): results equal OpenCV's pixel for pixel for LINE_4 and LINE_8, thick strokes,
-ellipses and fills included. LINE_AA is drawn with LINE_8 geometry (no antialiasing).
+ellipses and fills included. LINE_AA does what MNN's own rasteriser does: no antialiasing, thin strokes and
+polygon edges 4-connected, i.e. OpenCV's LINE_4 pixels in the given colour (`_raster` notes).
 """
 
 from __future__ import annotations
