@@ -181,3 +181,31 @@ def sample(src: Var, mx: np.ndarray, my: np.ndarray, interpolation: int = cc.INT
         fx = np.rint(np.clip(np.nan_to_num(mx * np.float32(scale)), -2.0**31, 2.0**31 - 1))
         fy = np.rint(np.clip(np.nan_to_num(my * np.float32(scale)), -2.0**31, 2.0**31 - 1))
     return sample_fixed(src, fx.astype(np.int64), fy.astype(np.int64), interpolation, border, value)
+
+
+def rect_sub_pix(src: Var, pw: int, ph: int, cx: float, cy: float) -> Var:
+    """OpenCV's getRectSubPix: one bilinear phase for the whole patch (float32; Q16 weights for uint8, rounded by
+    (sum + 2^15) >> 16); where a tap pair leaves the image, the pair collapses onto the clamped row / column with
+    the 1-D weights (1 - b, b) across rows, as OpenCV's adjusted-rectangle loop does."""
+    v, was_2d = hwc(src)
+    h, w, _ = v.shape
+    u8 = np_dtype(v) == np.uint8
+    one = np.float32(1)
+    fx = np.float32(cx) - np.float32((pw - 1) * 0.5)
+    fy = np.float32(cy) - np.float32((ph - 1) * 0.5)
+    ix, iy = int(np.floor(fx)), int(np.floor(fy))
+    a, b = np.float32(fx - np.float32(ix)), np.float32(fy - np.float32(iy))
+    quad = np.array([(one - a) * (one - b), a * (one - b), (one - a) * b, a * b, one - b, b], np.float32)
+    wt = np.rint(quad * np.float32(1 << 16)).astype(np.int64) if u8 else quad
+    xs = ix + np.arange(pw)[None, :].repeat(ph, 0)
+    ys = iy + np.arange(ph)[:, None].repeat(pw, 1)
+    xok, yok = (xs >= 0) & (xs < w - 1), (ys >= 0) & (ys < h - 1)
+    c0, r0 = np.clip(xs, 0, w - 1), np.clip(ys, 0, h - 1)
+    c1, r1 = np.where(xok, c0 + 1, c0), np.where(yok, r0 + 1, r0)
+    zero = np.zeros_like(wt[0])
+    w00, w01, w10, w11 = (np.where(xok, wt[k], alt) for k, alt in ((0, wt[4]), (1, zero), (2, wt[5]), (3, zero)))
+    taps = [(c0, r0, w00), (c1, r0, w01), (c0, r1, w10), (c1, r1, w11)]
+    acc = _weighted_taps(v, taps, cc.BORDER_REPLICATE, 0, u8)
+    if u8:
+        acc = ex.floordiv(acc + ints(1 << 15), ints(1 << 16))
+    return _finish(acc, v, (ph, pw), was_2d)

@@ -23,7 +23,7 @@ from mnnpy.cv._resize_u8 import (
     resize_cubic_u8,
     resize_linear_u8,
 )
-from mnnpy.cv._sample import cubic_weights, sample, sample_fixed
+from mnnpy.cv._sample import cubic_weights, rect_sub_pix, sample, sample_fixed
 from mnnpy.cv._util import as_float, floats, hwc, ints, np_dtype, restore, saturate, to_np, to_var
 from mnnpy.expr.var import Var
 
@@ -233,11 +233,7 @@ def convertMaps(map1: Any, map2: Any, dstmap1type: int, nninterpolation: bool = 
 
 def getRectSubPix(image: Any, patchSize: Sequence[int], center: Sequence[float]) -> Var:  # noqa: N803
     """A patch around a sub-pixel centre, bilinear with replicated border (MNN: `cv.getRectSubPix`)."""
-    pw, ph = int(patchSize[0]), int(patchSize[1])
-    xs, ys = _grid(ph, pw)
-    mx = xs + float(center[0]) - (pw - 1) * 0.5
-    my = ys + float(center[1]) - (ph - 1) * 0.5
-    return sample(to_var(image), mx, my, cc.INTER_LINEAR, cc.BORDER_REPLICATE, 0, quantize=False)
+    return rect_sub_pix(to_var(image), int(patchSize[0]), int(patchSize[1]), float(center[0]), float(center[1]))
 
 
 def flip(src: Any, flipCode: int) -> Var:  # noqa: N803 - cv2 name

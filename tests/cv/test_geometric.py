@@ -161,7 +161,28 @@ def test_warps_uint8_bit_exact_random(cv2, close, photo: np.ndarray, seed: int) 
 @pytest.mark.parametrize("img", [im for im in IMAGES if im.ndim == 2 or im.shape[2] in (1, 3)])
 def test_get_rect_sub_pix(cv2, close, img: np.ndarray) -> None:
     for center in [(10.3, 7.6), (0.2, 1.5), (img.shape[1] - 0.7, img.shape[0] + 1.2)]:
-        close(MNN.cv.getRectSubPix(img, (9, 7), center), cv2.getRectSubPix(img, (9, 7), center), _atol(img))
+        ref = cv2.getRectSubPix(img, (9, 7), center)  # IPP on (the wheel's default)
+        close(MNN.cv.getRectSubPix(img, (9, 7), center), ref, _atol(img))
+        was = cv2.ipp.useIPP()
+        cv2.ipp.setUseIPP(False)
+        try:
+            ref = cv2.getRectSubPix(img, (9, 7), center)  # OpenCV's own code: Q16 weights for uint8
+        finally:
+            cv2.ipp.setUseIPP(was)
+        close(MNN.cv.getRectSubPix(img, (9, 7), center), ref, _exact(img))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_get_rect_sub_pix_random_exact(no_ipp, close, seed: int) -> None:
+    """Patches inside, across and far outside the image (OpenCV's clamped tap pairs), uint8 and float32."""
+    cv2 = no_ipp
+    rs = np.random.RandomState(seed)
+    for i in range(30):
+        h, w = rs.randint(1, 30, 2)
+        img = rs.randint(0, 256, (h, w, 3 if i % 2 else 1)).astype(np.float32 if i % 5 == 4 else np.uint8)
+        patch = (int(rs.randint(1, 15)), int(rs.randint(1, 15)))
+        center = (rs.rand() * (w + 20) - 10, rs.rand() * (h + 20) - 10)
+        close(MNN.cv.getRectSubPix(img, patch, center), cv2.getRectSubPix(img, patch, center), _exact(img))
 
 
 @pytest.mark.parametrize("img", IMAGES, ids=image_ids())
