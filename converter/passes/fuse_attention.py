@@ -25,6 +25,7 @@ import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
 from ..graph import Graph, Node
+from .rewrite import rewrite_each
 
 NAME = "fuse-attention"
 EXTENDED_NAME = "fuse-attention-extended"  # the opt-in form (PIPELINE entry of apply_extended)
@@ -293,23 +294,24 @@ def _head_dim(graph: Graph, m: Match) -> int | None:
     return None if shape is None else shape[3]
 
 
+def _fuse(graph: Graph, node: Node, extended: bool) -> bool:
+    m = match(graph, node)
+    if m is None:
+        return False
+    head_dim = _head_dim(graph, m)
+    if head_dim is None:
+        return False
+    shapes = static_shape(graph, m.q4), static_shape(graph, m.k4)
+    mask = (_extended_mask if extended else _compat_mask)(graph, m, *shapes)
+    if mask is None:
+        return False
+    _rewrite(graph, m, mask, head_dim)
+    return True
+
+
 def _run(graph: Graph, extended: bool) -> int:
-    count = 0
-    for node in list(graph.nodes):
-        if node not in graph.nodes or node.op_type != OT.Softmax:
-            continue
-        m = match(graph, node)
-        if m is None:
-            continue
-        head_dim = _head_dim(graph, m)
-        if head_dim is None:
-            continue
-        shapes = static_shape(graph, m.q4), static_shape(graph, m.k4)
-        mask = (_extended_mask if extended else _compat_mask)(graph, m, *shapes)
-        if mask is None:
-            continue
-        _rewrite(graph, m, mask, head_dim)
-        count += 1
+    count = rewrite_each(graph, lambda node: node.op_type == OT.Softmax,
+                         lambda graph, node: _fuse(graph, node, extended))
     if count:
         order = graph.topological_order()  # the scale Mul is appended at the end; keep the node list sorted
         graph.nodes[:] = order

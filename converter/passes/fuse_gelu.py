@@ -6,6 +6,7 @@ import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
 from ..graph import Graph, Node
+from .rewrite import rewrite_each, unary_fuser
 
 NAME = "fuse-gelu"
 
@@ -70,19 +71,11 @@ def _match(graph: Graph, erf: Node) -> tuple[str, Node] | None:
     return None
 
 
+def _is_erf(node: Node) -> bool:
+    return node.op_type == fb.OpType.UnaryOp and node.param.opType == fb.UnaryOpOperation.ERF
+
+
 def apply(graph: Graph) -> int:
-    """Returns the number of GELU subgraphs replaced (the old ops become dead and are removed later)."""
-    count = 0
-    for node in list(graph.nodes):
-        if node.op_type != fb.OpType.UnaryOp or node.param.opType != fb.UnaryOpOperation.ERF:
-            continue
-        found = _match(graph, node)
-        if found is None:
-            continue
-        x, final = found
-        param = fb.UnaryOpT()
-        param.opType = fb.UnaryOpOperation.GELU_STANDARD
-        graph.nodes.remove(final)
-        graph.add(fb.OpType.UnaryOp, [x], list(final.outputs), fb.OpParameter.UnaryOp, param, name=final.name)
-        count += 1
-    return count
+    """Returns the number of GELU subgraphs replaced (the old ops become dead and are removed later); the GELU op
+    is appended to the node list."""
+    return rewrite_each(graph, _is_erf, unary_fuser(_match, fb.UnaryOpOperation.GELU_STANDARD, in_place=False))

@@ -13,6 +13,7 @@ import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
 from ..graph import Graph, Node
+from .rewrite import rewrite_each, unary_fuser
 
 NAME = "fuse-gelu-tanh"
 
@@ -112,17 +113,4 @@ def _match(graph: Graph, tanh: Node) -> tuple[str, Node] | None:
 
 def apply(graph: Graph) -> int:
     """Returns the number of tanh-GELU subgraphs replaced (the old ops become dead; remove-dead drops them)."""
-    count = 0
-    for node in list(graph.nodes):
-        if node not in graph.nodes or not _is_tanh(node):
-            continue
-        found = _match(graph, node)
-        if found is None:
-            continue
-        x, final = found
-        param = fb.UnaryOpT()
-        param.opType = fb.UnaryOpOperation.GELU
-        index = graph.nodes.index(final)
-        graph.nodes[index] = Node(final.name, OT.UnaryOp, [x], list(final.outputs), fb.OpParameter.UnaryOp, param)
-        count += 1
-    return count
+    return rewrite_each(graph, _is_tanh, unary_fuser(_match, fb.UnaryOpOperation.GELU))

@@ -13,6 +13,7 @@ import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
 from ..graph import Graph, Node
+from .rewrite import replace_in_place, rewrite_each
 
 NAME = "fuse-group-norm"
 
@@ -105,18 +106,15 @@ def _swish(graph: Graph, last: Node, param: fb.GroupNormT) -> Node:
     return mul
 
 
+def _fuse(graph: Graph, node: Node) -> bool:
+    found = _match(graph, node)
+    if found is None:
+        return False
+    param, last = found
+    replace_in_place(graph, last, OT.GroupNorm, [node.inputs[0]], fb.OpParameter.GroupNorm, param)
+    return True
+
+
 def apply(graph: Graph) -> int:
     """Returns the number of GroupNorm subgraphs replaced (leftovers are removed by remove-dead)."""
-    count = 0
-    for node in list(graph.nodes):
-        if node not in graph.nodes or node.op_type != OT.Reshape:
-            continue
-        found = _match(graph, node)
-        if found is None:
-            continue
-        param, last = found
-        index = graph.nodes.index(last)
-        graph.nodes[index] = Node(last.name, OT.GroupNorm, [node.inputs[0]], list(last.outputs),
-                                  fb.OpParameter.GroupNorm, param)
-        count += 1
-    return count
+    return rewrite_each(graph, lambda node: node.op_type == OT.Reshape, _fuse)

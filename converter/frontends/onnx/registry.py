@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-Handler = Callable[..., None]
+from ..registry import Handler, OpRegistry
 
-_HANDLERS: dict[str, list[tuple[int, Handler]]] = {}
+_REGISTRY = OpRegistry(f"{__package__}.ops")
 
 
 def onnx_op(*op_types: str, since: int = 1) -> Callable[[Handler], Handler]:
@@ -16,40 +15,14 @@ def onnx_op(*op_types: str, since: int = 1) -> Callable[[Handler], Handler]:
     The function is called as `fn(ctx, node, **attributes)`; attributes missing from the node take the
     function's keyword defaults, which should be ONNX's defaults.
     """
-
-    def wrap(fn: Handler) -> Handler:
-        for op_type in op_types:
-            variants = _HANDLERS.setdefault(op_type, [])
-            variants.append((since, fn))
-            variants.sort(key=lambda item: item[0])
-        return fn
-
-    return wrap
+    return _REGISTRY.register(*op_types, since=since)
 
 
 def lookup(op_type: str, opset: int) -> Handler | None:
     """The newest variant of `op_type` whose `since` is not newer than `opset` (None if unsupported)."""
-    _load_ops()
-    best: Handler | None = None
-    for since, fn in _HANDLERS.get(op_type, []):
-        if since <= opset:
-            best = fn
-    if best is None and op_type in _HANDLERS:
-        best = _HANDLERS[op_type][0][1]
-    return best
+    return _REGISTRY.lookup(op_type, opset)
 
 
 def supported_ops() -> list[str]:
     """Sorted list of registered ONNX op types."""
-    _load_ops()
-    return sorted(_HANDLERS)
-
-
-_LOADED: list[Any] = []
-
-
-def _load_ops() -> None:
-    if not _LOADED:
-        from . import ops
-
-        _LOADED.append(ops)
+    return _REGISTRY.types()

@@ -12,27 +12,20 @@ from ..registry import caffe_layer
 @caffe_layer("ReLU")
 def relu(ctx: Context, layer: Layer) -> None:
     """ReLU(negative_slope) -> ReLU(slope)."""
-    param = fb.ReluT()
-    param.slope = float(layer.proto.relu_param.negative_slope)
-    ctx.emit(OP.ReLU, [ctx.x(layer)], [ctx.top(layer)], PARAM.Relu, param, name=layer.name)
+    ctx.layer_op(layer, OP.ReLU, PARAM.Relu, fb.ReluT, slope=float(layer.proto.relu_param.negative_slope))
 
 
 @caffe_layer("ReLU6")
 def relu6(ctx: Context, layer: Layer) -> None:
     """ReLU6 (a common Caffe extension) -> ReLU6(0, 6)."""
-    param = fb.Relu6T()
-    param.minValue, param.maxValue = 0.0, 6.0
-    ctx.emit(OP.ReLU6, [ctx.x(layer)], [ctx.top(layer)], PARAM.Relu6, param, name=layer.name)
+    ctx.layer_op(layer, OP.ReLU6, PARAM.Relu6, fb.Relu6T, minValue=0.0, maxValue=6.0)
 
 
 @caffe_layer("PReLU")
 def prelu(ctx: Context, layer: Layer) -> None:
     """PReLU (slope blob per channel, or one shared) -> PReLU."""
     slope = np.asarray(layer.blob(0, "slope"), np.float32).ravel()
-    param = fb.PReluT()
-    param.slopeCount = int(slope.size)
-    param.slope = slope
-    ctx.emit(OP.PReLU, [ctx.x(layer)], [ctx.top(layer)], PARAM.PRelu, param, name=layer.name)
+    ctx.layer_op(layer, OP.PReLU, PARAM.PRelu, fb.PReluT, slopeCount=int(slope.size), slope=slope)
 
 
 @caffe_layer("Sigmoid")
@@ -56,9 +49,7 @@ def absval(ctx: Context, layer: Layer) -> None:
 @caffe_layer("ELU")
 def elu(ctx: Context, layer: Layer) -> None:
     """ELU(alpha) -> ELU."""
-    param = fb.ELUT()
-    param.alpha = float(layer.proto.elu_param.alpha)
-    ctx.emit(OP.ELU, [ctx.x(layer)], [ctx.top(layer)], PARAM.ELU, param, name=layer.name)
+    ctx.layer_op(layer, OP.ELU, PARAM.ELU, fb.ELUT, alpha=float(layer.proto.elu_param.alpha))
 
 
 @caffe_layer("Power")

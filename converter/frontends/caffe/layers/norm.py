@@ -11,11 +11,8 @@ from ..registry import caffe_layer
 
 
 def _scale_op(ctx: Context, layer: Layer, scale: np.ndarray, bias: np.ndarray) -> None:
-    param = fb.ScaleT()
-    param.channels = int(scale.size)
-    param.scaleData = scale.astype(np.float32)
-    param.biasData = bias.astype(np.float32)
-    ctx.emit(OP.Scale, [ctx.x(layer)], [ctx.top(layer)], PARAM.Scale, param, name=layer.name)
+    ctx.layer_op(layer, OP.Scale, PARAM.Scale, fb.ScaleT, channels=int(scale.size), scaleData=scale.astype(np.float32),
+                 biasData=bias.astype(np.float32))
 
 
 @caffe_layer("BatchNorm")
@@ -69,22 +66,14 @@ def bias(ctx: Context, layer: Layer) -> None:
 def lrn(ctx: Context, layer: Layer) -> None:
     """LRN (across or within channels) -> LRN."""
     p = layer.proto.lrn_param
-    param = fb.LRNT()
-    param.regionType = int(p.norm_region)
-    param.localSize = int(p.local_size)
-    param.alpha = float(p.alpha)
-    param.beta = float(p.beta)
-    param.bias = float(p.k)
-    ctx.emit(OP.LRN, [ctx.x(layer)], [ctx.top(layer)], PARAM.LRN, param, name=layer.name)
+    ctx.layer_op(layer, OP.LRN, PARAM.LRN, fb.LRNT, regionType=int(p.norm_region), localSize=int(p.local_size),
+                 alpha=float(p.alpha), beta=float(p.beta), bias=float(p.k))
 
 
 @caffe_layer("Normalize")
 def normalize(ctx: Context, layer: Layer) -> None:
     """SSD's Normalize (L2 over channels or the whole map, times a learned scale) -> Normalize."""
     p = layer.proto.norm_param
-    param = fb.NormalizeT()
-    param.acrossSpatial = int(p.across_spatial)
-    param.channelShared = int(p.channel_shared)
-    param.eps = float(p.eps)
-    param.scale = np.asarray(layer.blob(0, "scale"), np.float32).ravel()
-    ctx.emit(OP.Normalize, [ctx.x(layer)], [ctx.top(layer)], PARAM.Normalize, param, name=layer.name)
+    ctx.layer_op(layer, OP.Normalize, PARAM.Normalize, fb.NormalizeT, acrossSpatial=int(p.across_spatial),
+                 channelShared=int(p.channel_shared), eps=float(p.eps),
+                 scale=np.asarray(layer.blob(0, "scale"), np.float32).ravel())

@@ -73,19 +73,14 @@ def slice_layer(ctx: Context, layer: Layer) -> None:
 @caffe_layer("Softmax")
 def softmax(ctx: Context, layer: Layer) -> None:
     """Softmax(axis) -> Softmax."""
-    param = fb.AxisT()
-    param.axis = int(layer.proto.softmax_param.axis)
-    ctx.emit(OP.Softmax, [ctx.x(layer)], [ctx.top(layer)], PARAM.Axis, param, name=layer.name)
+    ctx.layer_op(layer, OP.Softmax, PARAM.Axis, fb.AxisT, axis=int(layer.proto.softmax_param.axis))
 
 
 @caffe_layer("Flatten")
 def flatten(ctx: Context, layer: Layer) -> None:
     """Flatten(axis, end_axis) -> Flatten."""
     p = layer.proto.flatten_param
-    param = fb.FlattenT()
-    param.axis = int(p.axis)
-    param.endAxis = int(p.end_axis)
-    ctx.emit(OP.Flatten, [ctx.x(layer)], [ctx.top(layer)], PARAM.Flatten, param, name=layer.name)
+    ctx.layer_op(layer, OP.Flatten, PARAM.Flatten, fb.FlattenT, axis=int(p.axis), endAxis=int(p.end_axis))
 
 
 @caffe_layer("Reshape")
@@ -105,9 +100,7 @@ def permute(ctx: Context, layer: Layer) -> None:
     shape = ctx.shape(layer)
     rank = len(shape) if shape is not None else max(4, len(order))
     order += [i for i in range(rank) if i not in order]
-    param = fb.PermuteT()
-    param.dims = order
-    ctx.emit(OP.Permute, [ctx.x(layer)], [ctx.top(layer)], PARAM.Permute, param, name=layer.name)
+    ctx.layer_op(layer, OP.Permute, PARAM.Permute, fb.PermuteT, dims=order)
 
 
 @caffe_layer("Crop")

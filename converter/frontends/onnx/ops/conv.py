@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
@@ -142,6 +144,52 @@ def _grouped_dynamic_conv(ctx: Context, node: OnnxNode, auto_pad: str, dilations
     ctx.emit(OP.Concat, outs, [node.outputs[0]], PARAM.Axis, axis)
 
 
+class _ConvAttrs(NamedTuple):
+    """The (Conv / ConvTranspose) attributes that become Convolution2DCommon."""
+
+    auto_pad: str
+    dilations: list[int] | None
+    group: int
+    pads: list[int] | None
+    strides: list[int] | None
+    output_padding: list[int] | None = None
+
+
+def _constant_weights(ctx: Context, node: OnnxNode) -> tuple[np.ndarray, np.ndarray | None]:
+    """The constant weight and (optional) bias of a Conv / ConvTranspose node."""
+    weight = ctx.need_value(node, 1, "the weight")
+    bias_value = ctx.value(node.input(2))
+    if node.input(2) and bias_value is None:
+        raise UseFunctionBody(f"{node.label()}: the bias must be a constant for MNN")
+    return weight, bias_value
+
+
+def _emit_conv(ctx: Context, node: OnnxNode, weight: np.ndarray, bias_value: np.ndarray | None,
+               op_types: tuple[int, int], oc: int, ic: int, attrs: _ConvAttrs, rank1d: bool) -> None:
+    """Emit a 2-D (de)convolution with constant 4-D `weight` (a 1-D one runs on [n, c, w, 1], wrapped and squeezed
+    back): `op_types` = (plain, depthwise), depthwise when group == ic == oc > 1. Transposed convolutions
+    (`attrs.output_padding` known or not) get explicit zero pads under CAFFE pad mode, as MNNConvert writes them."""
+    transposed = op_types[0] == OP.Deconvolution
+    x, out = node.inputs[0], node.outputs[0]
+    if rank1d:
+        x, out = _wrap_1d(ctx, node, x)
+    common = _common(node, list(weight.shape[2:]), _to_2d(attrs.strides, 1, rank1d),
+                     _to_2d(attrs.dilations, 1, rank1d), _to_2d(attrs.pads, 0, rank1d), attrs.auto_pad, attrs.group,
+                     oc, ic)
+    if transposed and common.pads is None and common.padMode == fb.PadMode.CAFFE:
+        common.pads = [0, 0, 0, 0]
+    if transposed and attrs.output_padding is not None:
+        common.outPads = list(_to_2d(attrs.output_padding, 0, rank1d) or [])
+    param = fb.Convolution2DT()
+    param.common = common
+    param.weight = weight.astype(np.float32).ravel()
+    param.bias = (np.zeros(oc, np.float32) if bias_value is None else bias_value.astype(np.float32)).ravel()
+    depthwise = attrs.group > 1 and attrs.group == ic == oc
+    ctx.emit(op_types[depthwise], [x], [out], PARAM.Convolution2D, param, name=node.name)
+    if rank1d:
+        ctx.squeeze(out, [3], output=node.outputs[0])
+
+
 @onnx_op("Conv")
 def conv(ctx: Context, node: OnnxNode, *, auto_pad: str = "NOTSET", dilations: list[int] | None = None,
          group: int = 1, kernel_shape: list[int] | None = None, pads: list[int] | None = None,
@@ -150,10 +198,7 @@ def conv(ctx: Context, node: OnnxNode, *, auto_pad: str = "NOTSET", dilations: l
     if ctx.value(node.inputs[1]) is None:
         _dynamic_conv(ctx, node, OP.Convolution, auto_pad, dilations, group, kernel_shape, pads, strides)
         return
-    weight = ctx.need_value(node, 1, "the weight")
-    bias_value = ctx.value(node.input(2))
-    if node.input(2) and bias_value is None:
-        raise UseFunctionBody(f"{node.label()}: the bias must be a constant for MNN")
+    weight, bias_value = _constant_weights(ctx, node)
     rank1d = weight.ndim == 3
     if weight.ndim == 5:
         from .conv3d import conv3d
@@ -168,23 +213,9 @@ def conv(ctx: Context, node: OnnxNode, *, auto_pad: str = "NOTSET", dilations: l
             auto_pad, pads = "NOTSET", explicit
     if rank1d:
         weight = weight[..., None]
-    oc, icg, kh, kw = weight.shape
-    ic = icg * group
-    x = node.inputs[0]
-    out = node.outputs[0]
-    if rank1d:
-        x, out = _wrap_1d(ctx, node, x)
-    common = _common(node, [kh, kw], _to_2d(strides, 1, rank1d), _to_2d(dilations, 1, rank1d),
-                     _to_2d(pads, 0, rank1d), auto_pad, group, oc, ic)
-    param = fb.Convolution2DT()
-    param.common = common
-    param.weight = weight.astype(np.float32).ravel()
-    param.bias = (np.zeros(oc, np.float32) if bias_value is None else bias_value.astype(np.float32)).ravel()
-    depthwise = group > 1 and group == ic == oc
-    op_type = OP.ConvolutionDepthwise if depthwise else OP.Convolution
-    ctx.emit(op_type, [x], [out], PARAM.Convolution2D, param, name=node.name)
-    if rank1d:
-        ctx.squeeze(out, [3], output=node.outputs[0])
+    oc, icg = weight.shape[:2]
+    _emit_conv(ctx, node, weight, bias_value, (OP.Convolution, OP.ConvolutionDepthwise), oc, icg * group,
+               _ConvAttrs(auto_pad, dilations, group, pads, strides), rank1d)
 
 
 def _output_shape_pads(ctx: Context, node: OnnxNode, kernel: list[int | None] | None, strides: list[int] | None,
@@ -229,10 +260,7 @@ def conv_transpose(ctx: Context, node: OnnxNode, *, auto_pad: str = "NOTSET", di
         _dynamic_conv(ctx, node, OP.Deconvolution, auto_pad, dilations, group, kernel_shape, pads, strides,
                       output_padding)
         return
-    weight = ctx.need_value(node, 1, "the weight")
-    bias_value = ctx.value(node.input(2))
-    if node.input(2) and bias_value is None:
-        raise UseFunctionBody(f"{node.label()}: the bias must be a constant for MNN")
+    weight, bias_value = _constant_weights(ctx, node)
     if output_shape is not None:
         raise UseFunctionBody(f"{node.label()}: the output_shape attribute is not supported yet; use pads")
     rank1d = weight.ndim == 3
@@ -240,24 +268,6 @@ def conv_transpose(ctx: Context, node: OnnxNode, *, auto_pad: str = "NOTSET", di
         raise UseFunctionBody(f"{node.label()}: {weight.ndim - 2}-D transposed convolution is not supported yet")
     if rank1d:
         weight = weight[..., None]
-    ic, ocg, kh, kw = weight.shape
-    oc = ocg * group
-    x = node.inputs[0]
-    out = node.outputs[0]
-    if rank1d:
-        x, out = _wrap_1d(ctx, node, x)
-    common = _common(node, [kh, kw], _to_2d(strides, 1, rank1d), _to_2d(dilations, 1, rank1d),
-                     _to_2d(pads, 0, rank1d), auto_pad, group, oc, ic)
-    if common.pads is None and common.padMode == fb.PadMode.CAFFE:
-        common.pads = [0, 0, 0, 0]
-    if output_padding is not None:
-        common.outPads = list(_to_2d(output_padding, 0, rank1d) or [])
-    param = fb.Convolution2DT()
-    param.common = common
-    param.weight = weight.astype(np.float32).ravel()
-    param.bias = (np.zeros(oc, np.float32) if bias_value is None else bias_value.astype(np.float32)).ravel()
-    depthwise = group > 1 and group == ic == oc
-    op_type = OP.DeconvolutionDepthwise if depthwise else OP.Deconvolution
-    ctx.emit(op_type, [x], [out], PARAM.Convolution2D, param, name=node.name)
-    if rank1d:
-        ctx.squeeze(out, [3], output=node.outputs[0])
+    ic, ocg = weight.shape[:2]
+    _emit_conv(ctx, node, weight, bias_value, (OP.Deconvolution, OP.DeconvolutionDepthwise), ocg * group, ic,
+               _ConvAttrs(auto_pad, dilations, group, pads, strides, output_padding), rank1d)
