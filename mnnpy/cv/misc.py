@@ -14,6 +14,7 @@ import numpy as np
 
 from mnnpy import expr as ex
 from mnnpy.cv import constants as cc
+from mnnpy.cv._conv import CV_8U
 from mnnpy.cv._util import as_float, floats, hwc, np_dtype, restore, saturate, to_np, to_var
 from mnnpy.expr.var import Var
 
@@ -92,10 +93,31 @@ def adaptiveThreshold(src: Any, maxValue: float, adaptiveMethod: int, thresholdT
     return saturate(out, np.uint8)
 
 
+def _fma32(x: Var, y: float, z: Var) -> Var:
+    """float32 fused multiply-add x * y + z (one rounding), computed exactly in double then rounded once."""
+    d = ex.const(np.array([y], np.float64), [1], ex.NCHW, ex.double)
+    return ex.cast(ex.cast(x, ex.double) * d + ex.cast(z, ex.double), ex.float)
+
+
+def _add_weighted_u8(a: Var, alpha: float, b: Var, beta: float, gamma: float) -> Var:
+    """OpenCV's uint8 addWeighted: float32 weights; its SIMD loop (16 values per step over the whole image)
+    computes fma(a, alpha, fma(b, beta, gamma)), the scalar tail fma(a, alpha, b * beta) + gamma; then rounds
+    half to even and saturates."""
+    al, be, ga = (float(np.float32(v)) for v in (alpha, beta, gamma))
+    fa, fb = as_float(a), as_float(b)
+    vec = _fma32(fa, al, _fma32(fb, be, floats(np.float32(ga))))
+    tail = _fma32(fa, al, fb * floats(np.float32(be))) + floats(np.float32(ga))
+    n = int(np.prod(a.shape))
+    in_vec = (np.arange(n) < n // 16 * 16).astype(np.float32).reshape(a.shape)
+    return saturate(ex.select(ex.equal(floats(in_vec), floats(1.0)), vec, tail), np.uint8)
+
+
 def addWeighted(src1: Any, alpha: float, src2: Any, beta: float, gamma: float,
                 dst: Any = None, dtype: int = -1) -> Var:
-    """src1 * alpha + src2 * beta + gamma, saturated (MNN: `cv.addWeighted`)."""
+    """src1 * alpha + src2 * beta + gamma, saturated (MNN: `cv.addWeighted`; uint8 bit exact with OpenCV)."""
     a, b = to_var(src1), to_var(src2)
+    if np_dtype(a) == np.uint8 and np_dtype(b) == np.uint8 and dtype in (-1, CV_8U):
+        return _add_weighted_u8(a, alpha, b, beta, gamma)
     out = as_float(a) * float(alpha) + as_float(b) * float(beta) + float(gamma)
     return saturate(out, np_dtype(a)) if np_dtype(a) != np.float32 else out
 

@@ -16,11 +16,15 @@ def _atol(img: np.ndarray, flt: float = 1e-3) -> float:
     return 1 if img.dtype == np.uint8 else flt
 
 
+def _exact(img: np.ndarray) -> float:
+    return 0 if img.dtype == np.uint8 else 1e-3
+
+
 @pytest.mark.parametrize("img", IMAGES, ids=image_ids())
 def test_box_filters(cv2, close, img: np.ndarray) -> None:
     for name in BORDERS[:4]:
         b = getattr(cv2, name)
-        close(MNN.cv.blur(img, (3, 5), borderType=b), cv2.blur(img, (3, 5), borderType=b), _atol(img))
+        close(MNN.cv.blur(img, (3, 5), borderType=b), cv2.blur(img, (3, 5), borderType=b), _exact(img))
     close(MNN.cv.boxFilter(img, -1, (4, 3), normalize=False), cv2.boxFilter(img, -1, (4, 3), normalize=False), 1e-3)
     close(MNN.cv.sqrBoxFilter(img, -1, (3, 3)), cv2.sqrBoxFilter(img, -1, (3, 3)), 0.1)
 
@@ -94,7 +98,7 @@ def test_morphology(cv2, close, img: np.ndarray) -> None:
 
 
 def test_photo_filters(cv2, close, photo: np.ndarray) -> None:
-    close(MNN.cv.GaussianBlur(photo, (5, 5), 1.0), cv2.GaussianBlur(photo, (5, 5), 1.0), 1)
+    close(MNN.cv.GaussianBlur(photo, (5, 5), 1.0), cv2.GaussianBlur(photo, (5, 5), 1.0), 0)
     close(MNN.cv.Sobel(photo, cv2.CV_16S, 1, 1), cv2.Sobel(photo, cv2.CV_16S, 1, 1), 0)
     close(MNN.cv.pyrDown(photo), cv2.pyrDown(photo), 0)
     close(MNN.cv.erode(photo, np.ones((3, 3), np.uint8)), cv2.erode(photo, np.ones((3, 3), np.uint8)), 0)
