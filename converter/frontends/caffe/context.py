@@ -101,15 +101,20 @@ class Context:
         """Append an MNN op."""
         return self.graph.add(op_type, inputs, outputs, param_type, param, name, **kwargs)
 
-    def layer_op(self, layer: Layer, op_type: int, param_type: int, param_class: type, **fields: Any) -> Node:
-        """The usual one-in, one-out layer: `op_type` from bottom 0 to top 0, named as the layer, with a
+    def bottoms(self, layer: Layer) -> list[str]:
+        """The tensors of all the layer's bottoms."""
+        return [self.x(layer, i) for i in range(len(layer.bottoms))]
+
+    def layer_op(self, layer: Layer, op_type: int, param_type: int, param_class: type, *,
+                 inputs: list[str] | None = None, **fields: Any) -> Node:
+        """The usual layer: `op_type` from `inputs` (bottom 0 by default) to top 0, named as the layer, with a
         `param_class()` table whose fields are `fields`."""
         param = param_class()
         for key, value in fields.items():
             if not hasattr(param, key):
                 raise AttributeError(f"{layer.label()}: {param_class.__name__} has no field {key!r}")
             setattr(param, key, value)
-        return self.emit(op_type, [self.x(layer)], [self.top(layer)], param_type, param, name=layer.name)
+        return self.emit(op_type, inputs or [self.x(layer)], [self.top(layer)], param_type, param, name=layer.name)
 
     def out(self, op_type: int, inputs: list[str], param_type: int = 0, param: Any = None, base: str = "t") -> str:
         """Append an MNN op with one fresh output; returns its name."""

@@ -25,6 +25,28 @@ def make_op(op_type: int, main: Any = None) -> fb.OpT:
     return op
 
 
+def conv_op(op_type: int, ic: int, oc: int, k: tuple[int, int], stride: tuple[int, int] = (1, 1),
+            pads: tuple[int, int, int, int] = (0, 0, 0, 0), dilation: tuple[int, int] = (1, 1), group: int = 1,
+            relu: bool = False, relu6: bool = False, pad_mode: int = 0, seed: int = 0) -> fb.OpT:
+    """A (de)convolution op with random weights in MNN's layout: (oc, ic/group, kh, kw), or (ic, oc/group, kh, kw)
+    for Deconvolution / DeconvolutionDepthwise."""
+    rng = np.random.default_rng(seed)
+    common = fb.Convolution2DCommonT()
+    common.kernelY, common.kernelX = k
+    common.strideY, common.strideX = stride
+    common.dilateY, common.dilateX = dilation
+    common.padMode, common.group, common.outputCount, common.inputCount = pad_mode, group, oc, ic
+    common.pads = list(pads)
+    common.relu, common.relu6 = relu, relu6
+    conv = fb.Convolution2DT()
+    conv.common = common
+    transposed = op_type in (fb.OpType.Deconvolution, fb.OpType.DeconvolutionDepthwise)
+    shape = (ic, oc // group, *k) if transposed else (oc, ic // group, *k)
+    conv.weight = rng.standard_normal(shape).astype(np.float32).ravel()
+    conv.bias = rng.standard_normal(oc).astype(np.float32)
+    return make_op(op_type, conv)
+
+
 class Harness:
     """One backend with a small tensor table: inputs are uploaded, outputs downloaded in logical order."""
 

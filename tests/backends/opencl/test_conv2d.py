@@ -7,25 +7,7 @@ import pytest
 from mnnpy.schema import mnn_generated as fb
 from support.references import conv2d as reference_conv
 
-from .helpers import Harness, assert_close, make_op, rand
-
-
-def conv_op(op_type: int, ic: int, oc: int, k: tuple[int, int], stride: tuple[int, int] = (1, 1),
-            pads: tuple[int, int, int, int] = (0, 0, 0, 0), dilation: tuple[int, int] = (1, 1), group: int = 1,
-            relu: bool = False, relu6: bool = False, pad_mode: int = 0, seed: int = 0) -> fb.OpT:
-    rng = np.random.default_rng(seed)
-    common = fb.Convolution2DCommonT()
-    common.kernelY, common.kernelX = k
-    common.strideY, common.strideX = stride
-    common.dilateY, common.dilateX = dilation
-    common.padMode, common.group, common.outputCount, common.inputCount = pad_mode, group, oc, ic
-    common.pads = list(pads)
-    common.relu, common.relu6 = relu, relu6
-    conv = fb.Convolution2DT()
-    conv.common = common
-    conv.weight = rng.standard_normal((oc, ic // group, *k)).astype(np.float32).ravel()
-    conv.bias = rng.standard_normal(oc).astype(np.float32)
-    return make_op(op_type, conv)
+from .helpers import Harness, assert_close, conv_op, rand
 
 
 def run_conv(backend: object, op: fb.OpT, x: np.ndarray, pads: tuple[int, int, int, int]) -> None:

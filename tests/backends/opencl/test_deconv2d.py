@@ -7,24 +7,13 @@ import pytest
 from mnnpy.schema import mnn_generated as fb
 from support.references import deconv2d_full
 
-from .helpers import Harness, assert_close, make_op, rand
+from .helpers import Harness, assert_close, conv_op, rand
 
 
 def deconv_op(op_type: int, ic: int, oc: int, k: tuple[int, int], stride: tuple[int, int],
               pads: tuple[int, int, int, int], dilation: tuple[int, int] = (1, 1), group: int = 1,
               relu: bool = False, pad_mode: int = 0) -> fb.OpT:
-    rng = np.random.default_rng(ic * 7 + oc)
-    common = fb.Convolution2DCommonT()
-    common.kernelY, common.kernelX = k
-    common.strideY, common.strideX = stride
-    common.dilateY, common.dilateX = dilation
-    common.pads, common.padMode, common.group, common.relu = list(pads), pad_mode, group, relu
-    common.inputCount, common.outputCount = ic, oc
-    conv = fb.Convolution2DT()
-    conv.common = common
-    conv.weight = rng.standard_normal((ic, oc // group, *k)).astype(np.float32).ravel()
-    conv.bias = rng.standard_normal(oc).astype(np.float32)
-    return make_op(op_type, conv)
+    return conv_op(op_type, ic, oc, k, stride, pads, dilation, group, relu=relu, pad_mode=pad_mode, seed=ic * 7 + oc)
 
 
 def reference_deconv(x: np.ndarray, op: fb.OpT, group: int, pads: tuple[int, int, int, int]) -> np.ndarray:

@@ -28,7 +28,7 @@ def prior_box(ctx: Context, layer: Layer) -> None:
         raise ConvertError(f"{layer.label()}: step {steps} is not whole; MNN's PriorBox stores integer steps")
     param.stepWidth, param.stepHeight = int(steps[0]), int(steps[1])
     param.offset = float(p.offset)
-    inputs = [ctx.x(layer, i) for i in range(len(layer.bottoms))]
+    inputs = ctx.bottoms(layer)
     ctx.emit(OP.PriorBox, inputs, [ctx.top(layer)], PARAM.PriorBox, param, name=layer.name)
 
 
@@ -46,6 +46,6 @@ def detection_output(ctx: Context, layer: Layer) -> None:
     param.backgroundLable = int(p.background_label_id)
     param.varianceEncodedTarget = int(p.variance_encoded_in_target)
     param.codeType = int(p.code_type)
-    inputs = [ctx.x(layer, i) for i in range(len(layer.bottoms))]
+    inputs = ctx.bottoms(layer)
     ctx.emit(OP.DetectionOutput, inputs, [ctx.top(layer)], PARAM.DetectionOutput, param, name=layer.name)
 

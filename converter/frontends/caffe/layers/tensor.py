@@ -33,7 +33,7 @@ def split(ctx: Context, layer: Layer) -> None:
 def eltwise(ctx: Context, layer: Layer) -> None:
     """Eltwise PROD/SUM/MAX -> Eltwise; a SUM with coefficients becomes MUL/ADD BinaryOps."""
     p = layer.proto.eltwise_param
-    inputs = [ctx.x(layer, i) for i in range(len(layer.bottoms))]
+    inputs = ctx.bottoms(layer)
     if p.operation == p.SUM and len(p.coeff) and any(c != 1 for c in p.coeff):
         terms = [x if c == 1 else ctx.binary(BIN.MUL, x, ctx.const(np.float32(c), layer.name + "/coeff"))
                  for x, c in zip(inputs, p.coeff, strict=False)]
@@ -52,10 +52,7 @@ def concat(ctx: Context, layer: Layer) -> None:
     """Concat(axis, or the legacy concat_dim) -> Concat."""
     p = layer.proto.concat_param
     axis = int(p.axis) if p.HasField("axis") or not p.HasField("concat_dim") else int(p.concat_dim)
-    param = fb.AxisT()
-    param.axis = axis
-    inputs = [ctx.x(layer, i) for i in range(len(layer.bottoms))]
-    ctx.emit(OP.Concat, inputs, [ctx.top(layer)], PARAM.Axis, param, name=layer.name)
+    ctx.layer_op(layer, OP.Concat, PARAM.Axis, fb.AxisT, inputs=ctx.bottoms(layer), axis=axis)
 
 
 @caffe_layer("Slice")

@@ -130,6 +130,13 @@ def _same_layout(ctx: Context, node: TfNode) -> tuple[str, str, bool]:
     return x, ctx.out_name(node.name, nchw), nchw
 
 
+def _same_layout_op(ctx: Context, node: TfNode, op_type: int, param_type: int, param: object) -> None:
+    """`op_type` on input 0 in the layout it has (an NCHW tensor stays NCHW); the output is named after the node."""
+    x, out, nchw = _same_layout(ctx, node)
+    ctx.emit(op_type, [x], [out], param_type, param, name=node.name)
+    ctx.set_out(node.name, out, nchw, ctx.shape(node.inputs[0]))
+
+
 @tf_op(*_UNARY)
 def unary_op(ctx: Context, node: TfNode) -> None:
     """Rsqrt/Sqrt/Square/Exp/Sigmoid/Tanh/... -> UnaryOp (Softplus as log(1 + exp(x)))."""
@@ -150,32 +157,26 @@ def unary_op(ctx: Context, node: TfNode) -> None:
 @tf_op("Relu", "LeakyRelu")
 def relu(ctx: Context, node: TfNode) -> None:
     """Relu / LeakyRelu(alpha) -> ReLU(slope)."""
-    x, out, nchw = _same_layout(ctx, node)
     param = fb.ReluT()
     param.slope = float(node.attr("alpha", 0.2)) if node.op == "LeakyRelu" else 0.0
-    ctx.emit(OP.ReLU, [x], [out], PARAM.Relu, param, name=node.name)
-    ctx.set_out(node.name, out, nchw, ctx.shape(node.inputs[0]))
+    _same_layout_op(ctx, node, OP.ReLU, PARAM.Relu, param)
 
 
 @tf_op("Relu6")
 def relu6(ctx: Context, node: TfNode) -> None:
     """Relu6 -> ReLU6(0, 6)."""
-    x, out, nchw = _same_layout(ctx, node)
     param = fb.Relu6T()
     param.minValue = 0.0
     param.maxValue = 6.0
-    ctx.emit(OP.ReLU6, [x], [out], PARAM.Relu6, param, name=node.name)
-    ctx.set_out(node.name, out, nchw, ctx.shape(node.inputs[0]))
+    _same_layout_op(ctx, node, OP.ReLU6, PARAM.Relu6, param)
 
 
 @tf_op("Elu")
 def elu(ctx: Context, node: TfNode) -> None:
     """Elu -> ELU(alpha 1)."""
-    x, out, nchw = _same_layout(ctx, node)
     param = fb.ELUT()
     param.alpha = 1.0
-    ctx.emit(OP.ELU, [x], [out], PARAM.ELU, param, name=node.name)
-    ctx.set_out(node.name, out, nchw, ctx.shape(node.inputs[0]))
+    _same_layout_op(ctx, node, OP.ELU, PARAM.ELU, param)
 
 
 @tf_op("ClipByValue")
@@ -201,9 +202,7 @@ def cast(ctx: Context, node: TfNode) -> None:
     if value is not None and target is not None:
         ctx.set_out(node.name, ctx.const(value.astype(target), node.name))
         return
-    x, out, nchw = _same_layout(ctx, node)
     param = fb.CastParamT()
     param.srcT = TF_TO_MNN_DTYPE.get(node.attr("SrcT", 1), fb.DataType.DT_FLOAT)
     param.dstT = TF_TO_MNN_DTYPE.get(node.attr("DstT", 1), fb.DataType.DT_FLOAT)
-    ctx.emit(OP.Cast, [x], [out], PARAM.CastParam, param, name=node.name)
-    ctx.set_out(node.name, out, nchw, ctx.shape(node.inputs[0]))
+    _same_layout_op(ctx, node, OP.Cast, PARAM.CastParam, param)
