@@ -28,20 +28,10 @@ class E2E:
         return convert(src, self.tmp / f"m{self.count}.mnn")
 
     def mnnpy(self, path: Path, feeds: dict[str, np.ndarray], config: dict | None = None) -> dict[str, np.ndarray]:
-        """Run a .mnn in mnnpy through the MNN-compatible API."""
-        import mnnpy as MNN  # noqa: N812 - as official scripts do
+        """Run a .mnn in mnnpy through the MNN-compatible API (arrays in each tensor's own dimension type)."""
+        from support import runners
 
-        interp = MNN.Interpreter(str(path))
-        session = interp.createSession(config or {})
-        for name, x in feeds.items():
-            t = interp.getSessionInput(session, name)
-            if tuple(t.getShape()) != x.shape:
-                interp.resizeTensor(t, x.shape)
-                interp.resizeSession(session)
-                t = interp.getSessionInput(session, name)
-            t.copyFrom(x)
-        interp.runSession(session)
-        return {k: v.getNumpyData() for k, v in interp.getSessionOutputAll(session).items()}
+        return runners.run(path, feeds, dim=None, config=config)
 
     def ort(self, model: Any, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run the ONNX model in onnxruntime."""

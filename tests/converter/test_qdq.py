@@ -71,7 +71,7 @@ def test_qdq_becomes_mnn_int8(qdq: dict[str, object]) -> None:
 
 def test_qdq_matches_onnxruntime_within_one_step(qdq: dict[str, object]) -> None:
     import onnxruntime as ort
-    from quant.conftest import calibration_inputs
+    from quant.conftest import calibration_inputs, logits
 
     xs = calibration_inputs(16, SIZE, seed=7)
     session = ort.InferenceSession(str(qdq["onnx"]))
@@ -80,12 +80,8 @@ def test_qdq_matches_onnxruntime_within_one_step(qdq: dict[str, object]) -> None
     mnn_session = interp.createSession({})
     algos = {c.info.get("algorithm") for c in mnn_session.commands if c.info}
     assert {"int8-indirect", "int8-dw3x3", "int8-add"} <= algos
-    ours = []
-    for x in xs:
-        interp.getSessionInput(mnn_session).copyFrom(mnnpy.Tensor([1, 3, SIZE, SIZE], data=x[None], dimType=1))
-        interp.runSession(mnn_session)
-        ours.append(interp.getSessionOutput(mnn_session).getNumpyData().ravel().copy())
-    steps = np.abs(np.array(ours) - ref) / _output_step(qdq["onnx"])
+    ours = logits(interp, xs)
+    steps = np.abs(ours - ref) / _output_step(qdq["onnx"])
     assert steps.max() <= 1.0 + 1e-3, steps.max()
 
 
