@@ -63,8 +63,9 @@ def interop_onnx(path: Path, seed: int = 0) -> Path:
                      check=True)
 
 
-def _op(op_type: int, name: str, inputs: list[int], outputs: list[int], param_type: int = 0,
-        param: object = None) -> fb.OpT:
+def net_op(op_type: int, name: str, inputs: list[int], outputs: list[int], param_type: int = 0,
+           param: object = None) -> fb.OpT:
+    """An object-API op of a net built in code: type, name, tensor indexes and parameter table."""
     op = fb.OpT()
     op.type, op.name, op.inputIndexes, op.outputIndexes = op_type, name, inputs, outputs
     op.mainType, op.main = param_type, param
@@ -95,10 +96,10 @@ def scratch_cnn(seed: int = 0) -> tuple[fb.NetT, dict[str, np.ndarray]]:
     net = fb.NetT()
     net.tensorName = ["x", "conv", "pool", "y"]
     net.oplists = [
-        _op(fb.OpType.Input, "x", [], [0], fb.OpParameter.Input, inp),
-        _op(fb.OpType.Convolution, "conv", [0], [1], fb.OpParameter.Convolution2D, conv),
-        _op(fb.OpType.Pooling, "pool", [1], [2], fb.OpParameter.Pool, pool),
-        _op(fb.OpType.Softmax, "y", [2], [3], fb.OpParameter.Axis, axis),
+        net_op(fb.OpType.Input, "x", [], [0], fb.OpParameter.Input, inp),
+        net_op(fb.OpType.Convolution, "conv", [0], [1], fb.OpParameter.Convolution2D, conv),
+        net_op(fb.OpType.Pooling, "pool", [1], [2], fb.OpParameter.Pool, pool),
+        net_op(fb.OpType.Softmax, "y", [2], [3], fb.OpParameter.Axis, axis),
     ]
     net.outputName = ["y"]
     net.sourceType = fb.NetSource.ONNX

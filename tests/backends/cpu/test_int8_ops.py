@@ -9,17 +9,11 @@ from mnnpy.backends.cpu.int8.conv import Int8ConvParams, reference_conv
 from mnnpy.backends.cpu.int8.requant import dequantize, quantize
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema import net_to_bytes
+from support.models import net_op
 
 import mnnpy
 
 OT = fb.OpType
-
-
-def _op(op_type: int, name: str, ins: list[int], outs: list[int], param_type: int, param: object) -> fb.OpT:
-    op = fb.OpT()
-    op.type, op.name, op.inputIndexes, op.outputIndexes = op_type, name, ins, outs
-    op.mainType, op.main = param_type, param
-    return op
 
 
 def _qparam(scale: float, zero: int) -> fb.QuantizedFloatParamT:
@@ -61,11 +55,11 @@ def test_int8_island_in_a_session(depthwise: bool) -> None:
     net = fb.NetT()
     net.tensorName = ["x", "xq", "h", "yq", "y"]
     net.oplists = [
-        _op(OT.Input, "x", [], [0], fb.OpParameter.Input, inp),
-        _op(OT.FloatToInt8, "q", [0], [1], fb.OpParameter.QuantizedFloatParam, _qparam(1 / s_in, zp_in)),
-        _op(kind, "conv1", [1], [2], fb.OpParameter.Convolution2D, _conv(kind, p1)),
-        _op(OT.ConvInt8, "conv2", [2], [3], fb.OpParameter.Convolution2D, _conv(OT.ConvInt8, p2)),
-        _op(OT.Int8ToFloat, "dq", [3], [4], fb.OpParameter.QuantizedFloatParam, _qparam(0.1, 7)),
+        net_op(OT.Input, "x", [], [0], fb.OpParameter.Input, inp),
+        net_op(OT.FloatToInt8, "q", [0], [1], fb.OpParameter.QuantizedFloatParam, _qparam(1 / s_in, zp_in)),
+        net_op(kind, "conv1", [1], [2], fb.OpParameter.Convolution2D, _conv(kind, p1)),
+        net_op(OT.ConvInt8, "conv2", [2], [3], fb.OpParameter.Convolution2D, _conv(OT.ConvInt8, p2)),
+        net_op(OT.Int8ToFloat, "dq", [3], [4], fb.OpParameter.QuantizedFloatParam, _qparam(0.1, 7)),
     ]
     net.outputName = ["y"]
     interp = mnnpy.Interpreter(net_to_bytes(net))
@@ -95,10 +89,10 @@ def test_int8_max_pool(pool: tuple) -> None:
     net = fb.NetT()
     net.tensorName = ["x", "xq", "pq", "y"]
     net.oplists = [
-        _op(OT.Input, "x", [], [0], fb.OpParameter.Input, inp),
-        _op(OT.FloatToInt8, "q", [0], [1], fb.OpParameter.QuantizedFloatParam, _qparam(1 / 0.05, 0)),
-        _op(OT.QuantizedMaxPool, "pool", [1], [2], fb.OpParameter.Pool, p),
-        _op(OT.Int8ToFloat, "dq", [2], [3], fb.OpParameter.QuantizedFloatParam, _qparam(0.05, 0)),
+        net_op(OT.Input, "x", [], [0], fb.OpParameter.Input, inp),
+        net_op(OT.FloatToInt8, "q", [0], [1], fb.OpParameter.QuantizedFloatParam, _qparam(1 / 0.05, 0)),
+        net_op(OT.QuantizedMaxPool, "pool", [1], [2], fb.OpParameter.Pool, p),
+        net_op(OT.Int8ToFloat, "dq", [2], [3], fb.OpParameter.QuantizedFloatParam, _qparam(0.05, 0)),
     ]
     net.outputName = ["y"]
     interp = mnnpy.Interpreter(net_to_bytes(net))
@@ -128,10 +122,10 @@ def test_int8_global_average_pool_as_mnn() -> None:
     net = fb.NetT()
     net.tensorName = ["x", "xq", "pq", "y"]
     net.oplists = [
-        _op(OT.Input, "x", [], [0], fb.OpParameter.Input, inp),
-        _op(OT.FloatToInt8, "q", [0], [1], fb.OpParameter.QuantizedFloatParam, _qparam(1.0, 0)),
-        _op(OT.QuantizedAvgPool, "gap", [1], [2], fb.OpParameter.Pool3D, p),
-        _op(OT.Int8ToFloat, "dq", [2], [3], fb.OpParameter.QuantizedFloatParam, _qparam(1.0, 0)),
+        net_op(OT.Input, "x", [], [0], fb.OpParameter.Input, inp),
+        net_op(OT.FloatToInt8, "q", [0], [1], fb.OpParameter.QuantizedFloatParam, _qparam(1.0, 0)),
+        net_op(OT.QuantizedAvgPool, "gap", [1], [2], fb.OpParameter.Pool3D, p),
+        net_op(OT.Int8ToFloat, "dq", [2], [3], fb.OpParameter.QuantizedFloatParam, _qparam(1.0, 0)),
     ]
     net.outputName = ["y"]
     interp = mnnpy.Interpreter(net_to_bytes(net))

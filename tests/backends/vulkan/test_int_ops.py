@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.io import net_to_bytes
+from support.models import net_op
 
 import mnnpy as MNN  # noqa: N812 - as official scripts do
 from mnnpy.core.ir import TensorDesc
@@ -73,10 +74,7 @@ def _embedding_net(vocab: int, dim: int, seq: int) -> tuple[Any, np.ndarray]:
             (fb.OpType.Input, "ids", [], [0], fb.OpParameter.Input, inp),
             (fb.OpType.Const, "table", [], [1], fb.OpParameter.Blob, blob),
             (fb.OpType.GatherV2, "emb", [1, 0], [2], fb.OpParameter.Gather, gather)]:
-        op = fb.OpT()
-        op.type, op.name, op.inputIndexes, op.outputIndexes = op_type, name, ins, outs
-        op.mainType, op.main = ptype, param
-        ops.append(op)
+        ops.append(net_op(op_type, name, ins, outs, ptype, param))
     net = fb.NetT()
     net.tensorName, net.oplists, net.outputName = ["ids", "table", "emb"], ops, ["emb"]
     net.sourceType = fb.NetSource.ONNX

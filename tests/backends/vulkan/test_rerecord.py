@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.io import net_to_bytes
+from support.models import net_op
 
 import mnnpy as MNN  # noqa: N812 - the MNN spelling scripts use
 from mnnpy.core.session import COUNTERS as SESSION_COUNTERS
@@ -17,20 +18,13 @@ RNG = np.random.default_rng(31)
 WATCHED = ("records", "executions_recorded", "pipelines_created", "descriptor_sets", "uploads", "allocations")
 
 
-def _op(op_type: int, name: str, inputs: list[int], outputs: list[int], param_type: int, param: Any) -> Any:
-    op = fb.OpT()
-    op.type, op.name, op.inputIndexes, op.outputIndexes = op_type, name, inputs, outputs
-    op.mainType, op.main = param_type, param
-    return op
-
-
 def two_branch_net() -> bytes:
     """a [1,8,6,6] -> conv 3x3 -> softmax -> ya;  b [1,8,10,10] -> conv 3x3 -> softmax -> yb (a's branch first)."""
     ops = []
     for k, (name, hw) in enumerate((("a", 6), ("b", 10))):
         inp = fb.InputT()
         inp.dims, inp.dtype, inp.dformat = [1, 8, hw, hw], fb.DataType.DT_FLOAT, fb.MNN_DATA_FORMAT.NC4HW4
-        ops.append(_op(fb.OpType.Input, name, [], [k], fb.OpParameter.Input, inp))
+        ops.append(net_op(fb.OpType.Input, name, [], [k], fb.OpParameter.Input, inp))
     for k, name in enumerate("ab"):
         common = fb.Convolution2DCommonT()
         common.kernelX = common.kernelY = 3
@@ -42,8 +36,8 @@ def two_branch_net() -> bytes:
         conv.bias = RNG.standard_normal(8).astype(np.float32)
         axis = fb.AxisT()
         axis.axis = 1
-        ops.append(_op(fb.OpType.Convolution, f"conv_{name}", [k], [2 + k], fb.OpParameter.Convolution2D, conv))
-        ops.append(_op(fb.OpType.Softmax, f"y{name}", [2 + k], [4 + k], fb.OpParameter.Axis, axis))
+        ops.append(net_op(fb.OpType.Convolution, f"conv_{name}", [k], [2 + k], fb.OpParameter.Convolution2D, conv))
+        ops.append(net_op(fb.OpType.Softmax, f"y{name}", [2 + k], [4 + k], fb.OpParameter.Axis, axis))
     net = fb.NetT()
     net.tensorName = ["a", "b", "ta", "tb", "ya", "yb"]
     net.oplists = ops

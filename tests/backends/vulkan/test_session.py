@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.io import net_to_bytes
-from support.models import scratch_cnn, scratch_cnn_reference
+from support.models import net_op, scratch_cnn, scratch_cnn_reference
 
 import mnnpy as MNN  # noqa: N812 - the MNN spelling scripts use
 
@@ -26,13 +26,6 @@ def _run(data: bytes, backend: str, x: np.ndarray, runs: int = 1) -> tuple[np.nd
         interp.getSessionInput(session).fromNumpy(x)
         interp.runSession(session)
     return np.array(interp.getSessionOutput(session).getNumpyData()), session
-
-
-def _op(op_type: int, name: str, inputs: list[int], outputs: list[int], param_type: int = 0, param: Any = None) -> Any:
-    op = fb.OpT()
-    op.type, op.name, op.inputIndexes, op.outputIndexes = op_type, name, inputs, outputs
-    op.mainType, op.main = param_type, param
-    return op
 
 
 def mixed_net(channels: int = 13) -> fb.NetT:
@@ -63,14 +56,14 @@ def mixed_net(channels: int = 13) -> fb.NetT:
     net = fb.NetT()
     net.tensorName = ["x", "conv", "cumsum", "sum", "scale", "scaled", "y", "axis"]
     net.oplists = [
-        _op(fb.OpType.Input, "x", [], [0], fb.OpParameter.Input, inp),
-        _op(fb.OpType.Convolution, "conv", [0], [1], fb.OpParameter.Convolution2D, conv),
-        _op(fb.OpType.Const, "axis", [], [7], fb.OpParameter.Blob, axis_blob),
-        _op(fb.OpType.CumSum, "cumsum", [1, 7], [2]),
-        _op(fb.OpType.BinaryOp, "sum", [1, 2], [3], fb.OpParameter.BinaryOp, add),
-        _op(fb.OpType.Const, "scale", [], [4], fb.OpParameter.Blob, blob),
-        _op(fb.OpType.BinaryOp, "scaled", [3, 4], [5], fb.OpParameter.BinaryOp, mul),
-        _op(fb.OpType.Softmax, "y", [5], [6], fb.OpParameter.Axis, axis),
+        net_op(fb.OpType.Input, "x", [], [0], fb.OpParameter.Input, inp),
+        net_op(fb.OpType.Convolution, "conv", [0], [1], fb.OpParameter.Convolution2D, conv),
+        net_op(fb.OpType.Const, "axis", [], [7], fb.OpParameter.Blob, axis_blob),
+        net_op(fb.OpType.CumSum, "cumsum", [1, 7], [2]),
+        net_op(fb.OpType.BinaryOp, "sum", [1, 2], [3], fb.OpParameter.BinaryOp, add),
+        net_op(fb.OpType.Const, "scale", [], [4], fb.OpParameter.Blob, blob),
+        net_op(fb.OpType.BinaryOp, "scaled", [3, 4], [5], fb.OpParameter.BinaryOp, mul),
+        net_op(fb.OpType.Softmax, "y", [5], [6], fb.OpParameter.Axis, axis),
     ]
     net.outputName = ["y"]
     net.sourceType = fb.NetSource.ONNX

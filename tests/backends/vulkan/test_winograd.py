@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.io import net_to_bytes
+from support.models import net_op
 
 import mnnpy as MNN  # noqa: N812 - the MNN spelling scripts use
 from mnnpy.core.ir import TensorDesc
@@ -58,13 +59,6 @@ def test_winograd_rule(run_op: Any, make_conv: Any, conv_ref: Any, ic: int, oc: 
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-def _op(op_type: int, name: str, inputs: list[int], outputs: list[int], param_type: int = 0, param: Any = None) -> Any:
-    op = fb.OpT()
-    op.type, op.name, op.inputIndexes, op.outputIndexes = op_type, name, inputs, outputs
-    op.mainType, op.main = param_type, param
-    return op
-
-
 def winograd_net(ic: int = 20, oc: int = 52) -> tuple[bytes, np.ndarray, np.ndarray]:
     """x [1, ic, 9, 7] -> Convolution 3x3 pad 1 + ReLU (Winograd) -> y; returns the model, weights and bias."""
     w = (RNG.standard_normal((oc, ic, 3, 3)) * 0.2).astype(np.float32)
@@ -79,8 +73,8 @@ def winograd_net(ic: int = 20, oc: int = 52) -> tuple[bytes, np.ndarray, np.ndar
     conv.common, conv.weight, conv.bias = common, w.ravel(), b
     net = fb.NetT()
     net.tensorName = ["x", "y"]
-    net.oplists = [_op(fb.OpType.Input, "x", [], [0], fb.OpParameter.Input, inp),
-                   _op(fb.OpType.Convolution, "conv", [0], [1], fb.OpParameter.Convolution2D, conv)]
+    net.oplists = [net_op(fb.OpType.Input, "x", [], [0], fb.OpParameter.Input, inp),
+                   net_op(fb.OpType.Convolution, "conv", [0], [1], fb.OpParameter.Convolution2D, conv)]
     net.outputName = ["y"]
     net.sourceType = fb.NetSource.ONNX
     return net_to_bytes(net), w, b
