@@ -115,3 +115,11 @@ def run_module(lib: Any, path: str | Path, runs: Iterable[Feeds], outputs: Seque
         results.append({name: np.array(F.convert(v, layout).read(), np.float32)
                         for name, v in zip(outputs, values, strict=True)})
     return results
+
+
+def run_once(interp: Any, session: Any, x: np.ndarray) -> np.ndarray:
+    """Feed `x` to the session's one input (`fromNumpy`: the tensor's own dimension type), run, and return a copy of
+    its one output (`getNumpyData`)."""
+    interp.getSessionInput(session).fromNumpy(x)
+    interp.runSession(session)
+    return np.array(interp.getSessionOutput(session).getNumpyData())

@@ -12,6 +12,7 @@ import pytest
 from mnnpy.backends.opencl.runtime import OpenCLRuntime
 from mnnpy.schema.io import net_to_bytes
 from support.models import attention_nodes, scratch_cnn, scratch_cnn_reference
+from support.runners import run_once
 
 import mnnpy as MNN  # noqa: N812 - as official scripts do
 from mnnpy.core import registry
@@ -20,12 +21,6 @@ from mnnpy.core import registry
 def _session(data: bytes | str, config: dict[str, Any]) -> tuple[Any, Any]:
     interp = MNN.Interpreter(data)
     return interp, interp.createSession(config)
-
-
-def _run(interp: Any, session: Any, x: np.ndarray) -> np.ndarray:
-    interp.getSessionInput(session).fromNumpy(x)
-    interp.runSession(session)
-    return np.array(interp.getSessionOutput(session).getNumpyData())
 
 
 def test_scratch_cnn_all_on_opencl_and_second_run_is_launch_only() -> None:
@@ -38,10 +33,10 @@ def test_scratch_cnn_all_on_opencl_and_second_run_is_launch_only() -> None:
     assert conv["algorithm"] == "direct" and conv["launches"][0]["kernel"] == "conv2d"
     runtime = session.main.runtime
     x = np.random.default_rng(0).standard_normal((1, 3, 8, 8)).astype(np.float32)
-    y = _run(interp, session, x)
+    y = run_once(interp, session, x)
     np.testing.assert_allclose(y, scratch_cnn_reference(x, **weights), rtol=1e-4, atol=1e-5)
     before = dict(runtime.counters)
-    y2 = _run(interp, session, x * 2)
+    y2 = run_once(interp, session, x * 2)
     after = dict(runtime.counters)
     assert (after["builds"], after["tunes"], after["binary_loads"]) == (
         before["builds"], before["tunes"], before["binary_loads"])
@@ -130,7 +125,7 @@ def _check_onnx(e2e: Any, model: Any, x: np.ndarray) -> Any:
     path = e2e.convert(model)
     want = e2e.ort(model, {"x": x})["y"]
     interp, session = _session(str(path), {"backend": "OPENCL", "tuning": "none"})
-    got = _run(interp, session, x)
+    got = run_once(interp, session, x)
     np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-4, atol=1e-5)
     return session
 

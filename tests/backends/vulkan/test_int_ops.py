@@ -10,6 +10,7 @@ import pytest
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.io import net_to_bytes
 from support.models import net_op
+from support.runners import run_once
 
 import mnnpy as MNN  # noqa: N812 - as official scripts do
 from mnnpy.core.ir import TensorDesc
@@ -87,9 +88,7 @@ def test_embedding_lookup_session(vk_runtime: Any, precision: str) -> None:
     interp = MNN.Interpreter(net_to_bytes(net))
     session = interp.createSession({"backend": "VULKAN", "precision": precision})
     ids = np.array([[4999, 0, 2049, 3001, 7, 4096]], np.int32)
-    interp.getSessionInput(session).fromNumpy(ids)
-    interp.runSession(session)
-    got = np.array(interp.getSessionOutput(session).getNumpyData())
+    got = run_once(interp, session, ids)
     assert {c["backend"] for c in session.info()["commands"]} == {"vulkan"}, session.info()["commands"]
     tol = 1e-2 if precision == "low" else 0
     np.testing.assert_allclose(got.reshape(1, 6, 8), table[ids], rtol=tol, atol=tol)

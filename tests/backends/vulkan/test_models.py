@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 from support.models import attention_nodes
+from support.runners import run_once
 
 import mnnpy as MNN  # noqa: N812 - as official scripts do
 
@@ -59,12 +60,6 @@ def _placement(path: Any, precision: str = "normal") -> tuple[dict[str, set[str]
     for c in session.info()["commands"]:
         by_type.setdefault(c["type"], set()).add(c["backend"])
     return by_type, interp, session
-
-
-def _run(interp: Any, session: Any, x: np.ndarray) -> np.ndarray:
-    interp.getSessionInput(session).fromNumpy(x)
-    interp.runSession(session)
-    return np.array(interp.getSessionOutput(session).getNumpyData())
 
 
 def mobilenet_like() -> Any:
@@ -113,7 +108,7 @@ def test_mobilenet_like_all_on_vulkan(vk_runtime: Any, e2e: Any) -> None:
     for op in ("Convolution", "ConvolutionDepthwise", "Pooling", "Pooling3D", "BinaryOp", "Softmax"):
         assert by_type.get(op) == {"vulkan"}, (op, by_type)
     assert set().union(*by_type.values()) == {"vulkan"}, by_type
-    got = _run(interp, session, x)
+    got = run_once(interp, session, x)
     want = e2e.ort(model, {"x": x})["y"]
     np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-4, atol=1e-5)
 
@@ -124,7 +119,7 @@ def test_attention_like_on_vulkan(vk_runtime: Any, e2e: Any) -> None:
     path = e2e.convert(model)
     by_type, interp, session = _placement(path)
     assert set().union(*by_type.values()) == {"vulkan"}, by_type  # gathers in Raster included
-    got = _run(interp, session, x)
+    got = run_once(interp, session, x)
     want = e2e.ort(model, {"x": x})["y"]
     np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-4, atol=1e-5)
 
@@ -135,7 +130,7 @@ def test_mobilenet_like_low_precision(vk_runtime: Any, e2e: Any) -> None:
     path = e2e.convert(model)
     _, interp, session = _placement(path, "low")
     assert session.main.fp16 == vk_runtime.device.fp16_storage
-    got = _run(interp, session, x)
+    got = run_once(interp, session, x)
     want = e2e.ort(model, {"x": x})["y"]
     np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-2, atol=1e-3)
 

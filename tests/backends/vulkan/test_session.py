@@ -13,6 +13,7 @@ import pytest
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.io import net_to_bytes
 from support.models import net_op, scratch_cnn, scratch_cnn_reference
+from support.runners import run_once
 
 import mnnpy as MNN  # noqa: N812 - the MNN spelling scripts use
 
@@ -23,9 +24,8 @@ def _run(data: bytes, backend: str, x: np.ndarray, runs: int = 1) -> tuple[np.nd
     interp = MNN.Interpreter(data)
     session = interp.createSession({"backend": backend})
     for _ in range(runs):
-        interp.getSessionInput(session).fromNumpy(x)
-        interp.runSession(session)
-    return np.array(interp.getSessionOutput(session).getNumpyData()), session
+        out = run_once(interp, session, x)
+    return out, session
 
 
 def mixed_net(channels: int = 13) -> fb.NetT:
@@ -89,9 +89,7 @@ def test_second_run_records_and_creates_nothing(vk_runtime: Any) -> None:
     interp = MNN.Interpreter(net_to_bytes(net))
     session = interp.createSession({"backend": "VULKAN"})
     x = RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)
-    interp.getSessionInput(session).fromNumpy(x)
-    interp.runSession(session)
-    first = np.array(interp.getSessionOutput(session).getNumpyData())
+    first = run_once(interp, session, x)
     before = dict(COUNTERS)
     interp.runSession(session)
     after = dict(COUNTERS)
@@ -119,9 +117,7 @@ def test_cpu_fallback_session_resized_to_the_same_shape_records_nothing(vk_runti
     interp = MNN.Interpreter(net_to_bytes(mixed_net(13)))
     session = interp.createSession({"backend": "VULKAN"})
     x = RNG.standard_normal((1, 3, 6, 5)).astype(np.float32)
-    interp.getSessionInput(session).fromNumpy(x)
-    interp.runSession(session)
-    first = np.array(interp.getSessionOutput(session).getNumpyData())
+    first = run_once(interp, session, x)
     before = dict(COUNTERS)
     interp.resizeSession(session)
     interp.getSessionInput(session).fromNumpy(x)
@@ -160,9 +156,7 @@ def test_resize_session_to_a_new_shape(vk_runtime: Any) -> None:
     interp.resizeTensor(tensor, (2, 3, 12, 10))
     interp.resizeSession(session)
     x2 = RNG.standard_normal((2, 3, 12, 10)).astype(np.float32)
-    interp.getSessionInput(session).fromNumpy(x2)
-    interp.runSession(session)
-    got = np.array(interp.getSessionOutput(session).getNumpyData())
+    got = run_once(interp, session, x2)
     np.testing.assert_allclose(got, scratch_cnn_reference(x2, weights["w"], weights["b"]), rtol=1e-4, atol=1e-5)
 
 

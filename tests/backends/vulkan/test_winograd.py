@@ -11,6 +11,7 @@ import pytest
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.io import net_to_bytes
 from support.models import net_op
+from support.runners import run_once
 
 import mnnpy as MNN  # noqa: N812 - the MNN spelling scripts use
 from mnnpy.core.ir import TensorDesc
@@ -95,8 +96,6 @@ def test_session_reports_winograd_and_uploads_weights_once(vk_runtime: Any, conv
         interp.resizeSession(session)
         assert COUNTERS["uploads"] == before, "transformed weights are kept across resizes"
         x = RNG.standard_normal(shape).astype(np.float32)
-        interp.getSessionInput(session).fromNumpy(x)
-        interp.runSession(session)
-        got = np.array(interp.getSessionOutput(session).getNumpyData())
+        got = run_once(interp, session, x)
         want = np.maximum(conv_ref(x, w, b, (1, 1), (1, 1, 1, 1), (1, 1), 1), 0)
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
