@@ -6,10 +6,10 @@ import importlib.util
 import json
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
+from support.models import bench_models
 
 from mnnpy.cli.main import main
 
@@ -18,13 +18,6 @@ from onnx import TensorProto, numpy_helper  # noqa: E402
 from onnx import helper as oh  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _bench_models() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_models", ROOT / "tools" / "bench_models.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +145,7 @@ def test_bench_models_convert_and_match_onnxruntime(name: str, kwargs: dict, sha
 
     from mnnpy.bench.engines import MnnpyEngine
 
-    src = getattr(_bench_models(), name)(tmp_path / f"{name}.onnx", **kwargs)
+    src = getattr(bench_models(), name)(tmp_path / f"{name}.onnx", **kwargs)
     convert(src, tmp_path / f"{name}.mnn")
     x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
     engine = MnnpyEngine(tmp_path / f"{name}.mnn", threads=1)

@@ -293,26 +293,26 @@ def test_split_into_ones_then_squeeze_becomes_gathers_before_the_transpose() -> 
         assert graph.producers()[permute.inputs[0]].op_type == OP.GatherV2
 
 
+def _split_qkv_attention() -> tuple[Graph, str]:
+    """x [2, 5, 24] -> one packed QKV permute, split by Gathers, softmax-free attention y = (Q K^T) V; returns the
+    graph and the name of Q K^T."""
+    graph = Graph()
+    graph.inputs["x"] = InputSpec([2, 5, 24])
+    qkv = _permute(graph, _reshape(graph, "x", [2, 5, 3, 2, 4]), [2, 0, 3, 1, 4])
+    q, k, v = (graph.add(OP.GatherV2, [qkv, graph.add_const(np.int32(i)), graph.add_const(np.int32(0))]).outputs[0]
+               for i in range(3))
+    scores = _matmul(graph, q, _permute(graph, k, [0, 1, 3, 2]))
+    graph.add(OP.MatMul, [scores, v], ["y"], fb.OpParameter.MatMul, fb.MatMulT())
+    graph.outputs = ["y"]
+    return graph, scores
+
+
 def test_hoist_merges_split_transposes_that_attention_did_not_absorb() -> None:
     """split-before-transpose, then no Attention (compatible mode, batch 2): the Permutes are merged back."""
-    graph = Graph()
-    graph.inputs["x"] = InputSpec([2, 5, 24])
-    qkv = _permute(graph, _reshape(graph, "x", [2, 5, 3, 2, 4]), [2, 0, 3, 1, 4])
-    q, k, v = (graph.add(OP.GatherV2, [qkv, graph.add_const(np.int32(i)), graph.add_const(np.int32(0))]).outputs[0]
-               for i in range(3))
-    scores = _matmul(graph, q, _permute(graph, k, [0, 1, 3, 2]))
-    graph.add(OP.MatMul, [scores, v], ["y"], fb.OpParameter.MatMul, fb.MatMulT())
-    graph.outputs = ["y"]
+    graph, _ = _split_qkv_attention()
     assert transpose.apply(graph) == 1  # without the transformer passes: one Permute, K's folded into the MatMul
     baseline = _ops(graph).count(OP.Permute)
-    graph = Graph()
-    graph.inputs["x"] = InputSpec([2, 5, 24])
-    qkv = _permute(graph, _reshape(graph, "x", [2, 5, 3, 2, 4]), [2, 0, 3, 1, 4])
-    q, k, v = (graph.add(OP.GatherV2, [qkv, graph.add_const(np.int32(i)), graph.add_const(np.int32(0))]).outputs[0]
-               for i in range(3))
-    scores = _matmul(graph, q, _permute(graph, k, [0, 1, 3, 2]))
-    graph.add(OP.MatMul, [scores, v], ["y"], fb.OpParameter.MatMul, fb.MatMulT())
-    graph.outputs = ["y"]
+    graph, scores = _split_qkv_attention()
     assert split_before_transpose.apply(graph) == 3
     transpose.apply(graph)
     assert fuse_attention.apply(graph) == 0

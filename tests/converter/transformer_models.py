@@ -4,24 +4,15 @@ pair of blocks (window attention, then shifted windows with the attention mask) 
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 from onnx import TensorProto, numpy_helper
 from onnx import helper as oh
+from support.models import bench_models  # noqa: F401 - re-exported for the converter tests
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def bench_models() -> ModuleType:
-    """tools/bench_models.py as a module (tools/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("bench_models", ROOT / "tools" / "bench_models.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 class _Builder:

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 from mnnpy.schema import mnn_generated as fb
+
+
+def bench_models() -> ModuleType:
+    """tools/bench_models.py as a module (tools/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("bench_models", Path(__file__).resolve().parents[2] / "tools"
+                                                  / "bench_models.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def save_onnx(path: Path, nodes: list, inputs: dict[str, list[int] | None], outputs: dict[str, list[int] | None],
