@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema import save_net
-from support import official
-from support.models import _op
+from support import official, runners
+from support.models import net_op
 
 import mnnpy
 from mnnpy.core import registry
@@ -24,13 +24,8 @@ def _input(name: str, shape: list[int]) -> fb.InputT:
 
 
 def _run_mnnpy(path: Path, feeds: dict[str, np.ndarray], config: dict | None = None) -> np.ndarray:
-    interp = mnnpy.Interpreter(str(path))
-    session = interp.createSession(config or {})
-    for name, x in feeds.items():
-        tensor = interp.getSessionInput(session, name)
-        tensor.copyFrom(mnnpy.Tensor(x.shape, mnnpy.Halide_Type_Float, x, mnnpy.Tensor_DimensionType_Caffe))
-    interp.runSession(session)
-    return np.array(interp.getSessionOutput(session).getNumpyData())
+    (out,) = runners.run(path, feeds, config=config).values()
+    return out
 
 
 def _rms_net(gamma: np.ndarray, eps: float) -> fb.NetT:
@@ -39,8 +34,8 @@ def _rms_net(gamma: np.ndarray, eps: float) -> fb.NetT:
     norm.beta = np.zeros_like(gamma)
     net = fb.NetT()
     net.tensorName, net.outputName = ["x", "y"], ["y"]
-    net.oplists = [_op(fb.OpType.Input, "x", [], [0], fb.OpParameter.Input, _input("x", [2, 3, 8])),
-                   _op(fb.OpType.LayerNorm, "y", [0], [1], fb.OpParameter.LayerNorm, norm)]
+    net.oplists = [net_op(fb.OpType.Input, "x", [], [0], fb.OpParameter.Input, _input("x", [2, 3, 8])),
+                   net_op(fb.OpType.LayerNorm, "y", [0], [1], fb.OpParameter.LayerNorm, norm)]
     return net
 
 
@@ -63,9 +58,9 @@ def test_binary_mul_silu(tmp_path: Path) -> None:
     param.opType = fb.BinaryOpOperation.MUL_SILU
     net = fb.NetT()
     net.tensorName, net.outputName = ["a", "b", "y"], ["y"]
-    net.oplists = [_op(fb.OpType.Input, "a", [], [0], fb.OpParameter.Input, _input("a", [2, 5])),
-                   _op(fb.OpType.Input, "b", [], [1], fb.OpParameter.Input, _input("b", [2, 5])),
-                   _op(fb.OpType.BinaryOp, "y", [0, 1], [2], fb.OpParameter.BinaryOp, param)]
+    net.oplists = [net_op(fb.OpType.Input, "a", [], [0], fb.OpParameter.Input, _input("a", [2, 5])),
+                   net_op(fb.OpType.Input, "b", [], [1], fb.OpParameter.Input, _input("b", [2, 5])),
+                   net_op(fb.OpType.BinaryOp, "y", [0, 1], [2], fb.OpParameter.BinaryOp, param)]
     path = save_net(net, tmp_path / "silu.mnn")
     rng = np.random.default_rng(1)
     a, b = rng.normal(size=(2, 5)).astype(np.float32), rng.normal(size=(2, 5)).astype(np.float32)

@@ -11,9 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from support import official
-
-import mnnpy
+from support import official, runners
 
 onnx = pytest.importorskip("onnx", reason="onnx not installed")
 
@@ -34,12 +32,8 @@ def _conv_transpose_model(path: Path) -> None:
 
 
 def _run_mnnpy(path: Path, x: np.ndarray) -> np.ndarray:
-    interp = mnnpy.Interpreter(str(path))
-    session = interp.createSession({})
-    interp.getSessionInput(session).copyFrom(
-        mnnpy.Tensor(x.shape, mnnpy.Halide_Type_Float, x, mnnpy.Tensor_DimensionType_Caffe))
-    interp.runSession(session)
-    return np.asarray(interp.getSessionOutput(session).getNumpyData())
+    (out,) = runners.run(path, {"x": x}).values()
+    return out
 
 
 @pytest.mark.parametrize("bits", [4, 8])
