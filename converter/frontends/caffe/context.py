@@ -12,6 +12,7 @@ import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
 from ...graph import ConvertError, Graph, Node
+from ..context import EmitContext
 
 OP = fb.OpType
 PARAM = fb.OpParameter
@@ -53,7 +54,7 @@ class Layer:
         return f"{self.type} '{self.name}'"
 
 
-class Context:
+class Context(EmitContext):
     """Conversion state of one net: the current graph tensor of each blob and its static shape when known."""
 
     def __init__(self, graph: Graph) -> None:
@@ -92,15 +93,6 @@ class Context:
         if shape is not None:
             self.shapes[name] = [int(d) for d in shape]
 
-    def const(self, value: Any, base: str = "Const", dtype: Any = None) -> str:
-        """Add a constant tensor and return its name."""
-        return self.graph.add_const(value, base, dtype)
-
-    def emit(self, op_type: int, inputs: list[str], outputs: list[str], param_type: int = 0, param: Any = None,
-             name: str | None = None, **kwargs: Any) -> Node:
-        """Append an MNN op."""
-        return self.graph.add(op_type, inputs, outputs, param_type, param, name, **kwargs)
-
     def bottoms(self, layer: Layer) -> list[str]:
         """The tensors of all the layer's bottoms."""
         return [self.x(layer, i) for i in range(len(layer.bottoms))]
@@ -119,30 +111,3 @@ class Context:
     def out(self, op_type: int, inputs: list[str], param_type: int = 0, param: Any = None, base: str = "t") -> str:
         """Append an MNN op with one fresh output; returns its name."""
         return self.graph.add(op_type, inputs, None, param_type, param, name=base).outputs[0]
-
-    def binary(self, operation: int, a: str, b: str, output: str | None = None) -> str:
-        """BinaryOp(a, b)."""
-        param = fb.BinaryOpT()
-        param.opType = operation
-        param.T = fb.DataType.DT_FLOAT
-        node = self.graph.add(OP.BinaryOp, [a, b], None if output is None else [output], PARAM.BinaryOp, param,
-                              name=output or "BinaryOp")
-        return node.outputs[0]
-
-    def unary(self, operation: int, x: str, output: str | None = None) -> str:
-        """UnaryOp(x)."""
-        param = fb.UnaryOpT()
-        param.opType = operation
-        param.T = fb.DataType.DT_FLOAT
-        node = self.graph.add(OP.UnaryOp, [x], None if output is None else [output], PARAM.UnaryOp, param,
-                              name=output or "UnaryOp")
-        return node.outputs[0]
-
-    def reshape(self, x: str, shape: list[int], output: str | None = None) -> str:
-        """Reshape(x, const shape) in NCHW order (0 copies the input dim, -1 is inferred)."""
-        param = fb.ReshapeT()
-        param.dimType = fb.MNN_DATA_FORMAT.NCHW
-        shape_name = self.const(np.asarray(shape, np.int32), "shape")
-        node = self.graph.add(OP.Reshape, [x, shape_name], None if output is None else [output], PARAM.Reshape,
-                              param, name=output or "Reshape")
-        return node.outputs[0]

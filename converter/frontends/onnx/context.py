@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
-from ...graph import ConvertError, Graph, Node
+from ...graph import ConvertError, Graph
+from ..context import EmitContext
 
 OP = fb.OpType
 PARAM = fb.OpParameter
@@ -44,8 +45,12 @@ class OnnxNode:
         return f"{self.op_type} '{self.source_name or self.name}'"
 
 
-class Context:
-    """Conversion state shared by the op functions of one model."""
+class Context(EmitContext):
+    """Conversion state shared by the op functions of one model (ONNX conventions: untyped BinaryOp/UnaryOp, ops
+    writing a given output left unnamed, Reshape in NCHW)."""
+
+    typed_float = False
+    name_after_output = False
 
     def __init__(self, graph: Graph, opset: int, shapes: dict[str, list[int | None]],
                  dtypes: dict[str, int]) -> None:
@@ -97,52 +102,14 @@ class Context:
         return self.dtypes.get(name, 1) in (1, 10, 11, 16)
 
     # *** emitting ***
-    def const(self, value: Any, base: str = "Const", dtype: Any = None) -> str:
-        """Add a constant tensor and return its name."""
-        return self.graph.add_const(value, base, dtype)
-
-    def emit(self, op_type: int, inputs: list[str], outputs: list[str] | None = None, param_type: int = 0,
-             param: Any = None, name: str | None = None, **kwargs: Any) -> Node:
-        """Append an MNN op; with `outputs` None one fresh output name is made."""
-        return self.graph.add(op_type, inputs, outputs, param_type, param, name, **kwargs)
-
     def out(self, op_type: int, inputs: list[str], outputs: list[str] | None = None, param_type: int = 0,
             param: Any = None, name: str | None = None, **kwargs: Any) -> str:
         """Like `emit`, returning the (first) output name."""
         return self.emit(op_type, inputs, outputs, param_type, param, name, **kwargs).outputs[0]
 
-    def binary(self, operation: int, a: str, b: str, output: str | None = None) -> str:
-        """BinaryOp(a, b) with `operation` from fb.BinaryOpOperation."""
-        param = fb.BinaryOpT()
-        param.opType = operation
-        return self.out(OP.BinaryOp, [a, b], None if output is None else [output], PARAM.BinaryOp, param,
-                        name=None if output is not None else "BinaryOp")
-
-    def unary(self, operation: int, x: str, output: str | None = None) -> str:
-        """UnaryOp(x) with `operation` from fb.UnaryOpOperation."""
-        param = fb.UnaryOpT()
-        param.opType = operation
-        return self.out(OP.UnaryOp, [x], None if output is None else [output], PARAM.UnaryOp, param,
-                        name=None if output is not None else "UnaryOp")
-
     def alias(self, src: str, dst: str) -> None:
         """Make `dst` a copy of `src` (an Identity op; the identity pass removes it)."""
         self.emit(OP.Identity, [src], [dst])
-
-    def reshape(self, x: str, shape: list[int] | str, output: str | None = None) -> str:
-        """Reshape with MNN's ONNX conventions (dimType NCHW; a list becomes a Const int32 shape input)."""
-        param = fb.ReshapeT()
-        param.dimType = fb.MNN_DATA_FORMAT.NCHW
-        shape_name = shape if isinstance(shape, str) else self.const(np.asarray(shape, np.int32), "shape")
-        return self.out(OP.Reshape, [x, shape_name], None if output is None else [output], PARAM.Reshape, param,
-                        name=None if output is not None else "Reshape")
-
-    def permute(self, x: str, perm: list[int], output: str | None = None) -> str:
-        """Permute (ONNX Transpose)."""
-        param = fb.PermuteT()
-        param.dims = [int(p) for p in perm]
-        return self.out(OP.Permute, [x], None if output is None else [output], PARAM.Permute, param,
-                        name=None if output is not None else "Permute")
 
     def squeeze(self, x: str, axes: list[int] | None, output: str | None = None, unsqueeze: bool = False) -> str:
         """Squeeze/Unsqueeze with constant axes in the op's SqueezeParam."""

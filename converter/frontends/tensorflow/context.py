@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
-from ...graph import ConvertError, Graph, Node
+from ...graph import ConvertError, Graph
+from ..context import EmitContext
 
 OP = fb.OpType
 PARAM = fb.OpParameter
@@ -65,8 +66,11 @@ class TfNode:
         return f"{self.op} '{self.name}'"
 
 
-class Context:
-    """Conversion state of one TF graph: layouts per TF tensor, static shapes where known, the Graph built."""
+class Context(EmitContext):
+    """Conversion state of one TF graph: layouts per TF tensor, static shapes where known, the Graph built.
+    Reshapes are in TF (NHWC) order."""
+
+    reshape_format = fb.MNN_DATA_FORMAT.NHWC
 
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
@@ -161,47 +165,11 @@ class Context:
         return key + "__nchw" if nchw else key
 
     # *** emitting ***
-    def const(self, value: Any, base: str = "Const", dtype: Any = None) -> str:
-        """Add a constant tensor and return its name."""
-        return self.graph.add_const(value, base, dtype)
-
-    def emit(self, op_type: int, inputs: list[str], outputs: list[str] | None = None, param_type: int = 0,
-             param: Any = None, name: str | None = None, **kwargs: Any) -> Node:
-        """Append an MNN op; with `outputs` None one fresh output name is made."""
-        return self.graph.add(op_type, inputs, outputs, param_type, param, name, **kwargs)
-
     def out(self, op_type: int, inputs: list[str], output: str | None = None, param_type: int = 0,
             param: Any = None, name: str | None = None, **kwargs: Any) -> str:
         """Like `emit` with at most one named output; returns the output name."""
         outputs = None if output is None else [output]
         return self.emit(op_type, inputs, outputs, param_type, param, name, **kwargs).outputs[0]
-
-    def binary(self, operation: int, a: str, b: str, output: str | None = None) -> str:
-        """BinaryOp(a, b) with `operation` from fb.BinaryOpOperation."""
-        param = fb.BinaryOpT()
-        param.opType = operation
-        param.T = fb.DataType.DT_FLOAT
-        return self.out(OP.BinaryOp, [a, b], output, PARAM.BinaryOp, param, name=output or "BinaryOp")
-
-    def unary(self, operation: int, x: str, output: str | None = None) -> str:
-        """UnaryOp(x) with `operation` from fb.UnaryOpOperation."""
-        param = fb.UnaryOpT()
-        param.opType = operation
-        param.T = fb.DataType.DT_FLOAT
-        return self.out(OP.UnaryOp, [x], output, PARAM.UnaryOp, param, name=output or "UnaryOp")
-
-    def permute(self, x: str, perm: list[int], output: str | None = None) -> str:
-        """Permute(x) with a constant permutation."""
-        param = fb.PermuteT()
-        param.dims = [int(p) for p in perm]
-        return self.out(OP.Permute, [x], output, PARAM.Permute, param, name=output or "Permute")
-
-    def reshape(self, x: str, shape: list[int] | str, output: str | None = None) -> str:
-        """Reshape in TF (NHWC) order; a list becomes a Const int32 shape input."""
-        param = fb.ReshapeT()
-        param.dimType = fb.MNN_DATA_FORMAT.NHWC
-        shape_name = shape if isinstance(shape, str) else self.const(np.asarray(shape, np.int32), "shape")
-        return self.out(OP.Reshape, [x, shape_name], output, PARAM.Reshape, param, name=output or "Reshape")
 
     def axis_op(self, op_type: int, inputs: list[str], axis: int, output: str | None = None) -> str:
         """An op whose parameter is MNN's Axis table (Concat, Softmax, Unpack)."""
