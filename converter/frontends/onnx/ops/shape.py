@@ -41,12 +41,19 @@ def _axes(ctx: Context, node: OnnxNode, attr: list[int] | None, what: str = "axe
     return [int(a) for a in ctx.need_value(node, 1, what).ravel()]
 
 
+def _runtime_axes(ctx: Context, node: OnnxNode, axes: list[int] | None, op_type: int) -> bool:
+    """(Un)squeeze with axes computed at run time: they go in as input 1, as MNNConvert writes it (True if so)."""
+    if axes is not None or not node.input(1) or ctx.value(node.input(1)) is not None:
+        return False
+    ctx.emit(op_type, [node.inputs[0], node.inputs[1]], node.outputs, PARAM.SqueezeParam, fb.SqueezeParamT(),
+             name=node.name)
+    return True
+
+
 @onnx_op("Squeeze")
 def squeeze(ctx: Context, node: OnnxNode, *, axes: list[int] | None = None) -> None:
     """Squeeze -> Squeeze(squeezeDims); run-time axes go in as input 1 (as MNNConvert)."""
-    if axes is None and node.input(1) and ctx.value(node.input(1)) is None:
-        ctx.emit(OP.Squeeze, [node.inputs[0], node.inputs[1]], node.outputs, PARAM.SqueezeParam,
-                 fb.SqueezeParamT(), name=node.name)
+    if _runtime_axes(ctx, node, axes, OP.Squeeze):
         return
     ctx.squeeze(node.inputs[0], _axes(ctx, node, axes), node.outputs[0])
 
@@ -54,9 +61,7 @@ def squeeze(ctx: Context, node: OnnxNode, *, axes: list[int] | None = None) -> N
 @onnx_op("Unsqueeze")
 def unsqueeze(ctx: Context, node: OnnxNode, *, axes: list[int] | None = None) -> None:
     """Unsqueeze -> Unsqueeze(squeezeDims) (negative axes resolved against the output rank)."""
-    if axes is None and node.input(1) and ctx.value(node.input(1)) is None:
-        ctx.emit(OP.Unsqueeze, [node.inputs[0], node.inputs[1]], node.outputs, PARAM.SqueezeParam,
-                 fb.SqueezeParamT(), name=node.name)
+    if _runtime_axes(ctx, node, axes, OP.Unsqueeze):
         return
     dims = _axes(ctx, node, axes)
     if dims is None:
