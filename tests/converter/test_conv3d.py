@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from mnnpy.converter import ConvertError
 from mnnpy.schema import mnn_generated as fb
+from support import runners
 
 from .helpers import F, check_model, make_model, oh, onnx, rel_diff, run_ort
 
@@ -34,18 +35,12 @@ def _conv_model(rng: np.random.Generator, **attrs: object) -> object:
 ], ids=["pads", "asymmetric-pads", "strides-dilations"])
 def test_conv3d(attrs: dict, tmp_path: Path) -> None:
     """Official MNN and mnnpy's CPU runtime both run the file equal to onnxruntime."""
-    import mnnpy
-
     rng = np.random.default_rng(3)
     model = _conv_model(rng, **attrs)
     x = rng.uniform(-1, 1, X_SHAPE).astype(np.float32)
     net = check_model(model, {"x": x}, tmp_path)
     assert fb.OpType.Convolution3D in [op.type for op in net.oplists]
-    interp = mnnpy.Interpreter(str(tmp_path / "model.mnn"))
-    session = interp.createSession({"backend": "CPU"})
-    interp.getSessionInput(session, "x").copyFrom(x)
-    interp.runSession(session)
-    got = np.array(interp.getSessionOutput(session, "y").getNumpyData())
+    got = runners.run(tmp_path / "model.mnn", {"x": x}, ["y"], dim=None, config={"backend": "CPU"})["y"]
     (ref,) = run_ort(model, {"x": x})
     assert got.shape == ref.shape and rel_diff(got, ref) <= 1e-5
 
@@ -59,18 +54,12 @@ def test_conv3d(attrs: dict, tmp_path: Path) -> None:
 ], ids=["max", "max-pads", "avg-pads", "avg-count-pad", "avg"])
 def test_pool3d(op: str, attrs: dict, tmp_path: Path) -> None:
     """Official MNN and mnnpy's CPU runtime (windowed Pooling3D kernel) both run the file equal to onnxruntime."""
-    import mnnpy
-
     rng = np.random.default_rng(5)
     model = make_model([oh.make_node(op, ["x"], ["y"], **attrs)], [("x", F, X_SHAPE)], ["y"], opset=13)
     x = rng.uniform(-1, 1, X_SHAPE).astype(np.float32)
     net = check_model(model, {"x": x}, tmp_path)
     assert fb.OpType.Pooling3D in [o.type for o in net.oplists]
-    interp = mnnpy.Interpreter(str(tmp_path / "model.mnn"))
-    session = interp.createSession({"backend": "CPU"})
-    interp.getSessionInput(session, "x").copyFrom(x)
-    interp.runSession(session)
-    got = np.array(interp.getSessionOutput(session, "y").getNumpyData())
+    got = runners.run(tmp_path / "model.mnn", {"x": x}, ["y"], dim=None, config={"backend": "CPU"})["y"]
     (ref,) = run_ort(model, {"x": x})
     assert got.shape == ref.shape and rel_diff(got, ref) <= 1e-6
 
