@@ -113,3 +113,18 @@ def test_batch_matmul(tmp_path: Path) -> None:
     pa, pb_ = g.placeholder("a", [2, 3, 4]), g.placeholder("b", [2, 5, 4])
     g.op("BatchMatMulV2", [pa, pb_], name="out", adj_x=False, adj_y=True, T=1)
     check(g, {"a": a, "b": b}, {"out": a @ b.transpose(0, 2, 1)}, tmp_path)
+
+
+def test_floor_mod_int_and_float(tmp_path: Path) -> None:
+    """TF FloorMod is floored (Python) mod for every dtype; MNN's integer kernels swap MOD and FLOORMOD, so an
+    int32 FloorMod must become MOD for both runtimes to give the sign of the divisor."""
+    g = GraphBuilder()
+    x = RNG.integers(-9, 10, (2, 6)).astype(np.float32)
+    divisor = np.array([-4, 3, 5, -2, 7, -3])
+    inp = g.placeholder("input", [2, 6])
+    ints = g.op("Cast", [inp], SrcT=1, DstT=3)
+    mod_int = g.op("FloorMod", [ints, g.const(divisor, dtype=np.int32)], T=3)
+    g.op("Cast", [mod_int], name="out_int", SrcT=3, DstT=1)
+    g.op("FloorMod", [inp, g.const(divisor + 0.5)], name="out_float", T=1)
+    check(g, {"input": x}, {"out_int": np.mod(x.astype(np.int32), divisor).astype(np.float32),
+                            "out_float": np.mod(x, divisor + 0.5).astype(np.float32)}, tmp_path)

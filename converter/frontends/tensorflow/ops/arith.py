@@ -105,10 +105,16 @@ def binary(ctx: Context, node: TfNode, operation: int) -> None:
     ctx.set_out(node.name, out, nchw, shape)
 
 
+_TF_FLOATS = {1, 2, 14, 19}  # DT_FLOAT, DT_DOUBLE, DT_BFLOAT16, DT_HALF
+
+
 @tf_op(*_BINARY)
 def binary_op(ctx: Context, node: TfNode) -> None:
     """Add/AddV2/Sub/Mul/RealDiv/Maximum/Minimum/... -> BinaryOp."""
-    binary(ctx, node, _BINARY[node.op])
+    operation = _BINARY[node.op]
+    if operation == BIN.FLOORMOD and int(node.attr("T", 1)) not in _TF_FLOATS:
+        operation = BIN.MOD  # MNN's integer kernels swap the two: integer MOD is Python's (TF's) floored mod
+    binary(ctx, node, operation)
 
 
 @tf_op("AddN")
