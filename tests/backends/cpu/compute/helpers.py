@@ -6,6 +6,7 @@ import numpy as np
 from mnnpy.backends.cpu.compute.conv import make_conv2d_kernel
 from mnnpy.backends.cpu.compute.nc4hw4 import pack_nc4hw4, packed_shape, unpack_nc4hw4
 from mnnpy.schema import mnn_generated as fb
+from support import references
 
 
 def make_conv(ic: int, oc: int, k: tuple[int, int], *, stride: tuple[int, int] = (1, 1),
@@ -34,46 +35,21 @@ def make_conv(ic: int, oc: int, k: tuple[int, int], *, stride: tuple[int, int] =
 
 
 def reference_conv(x: np.ndarray, conv: fb.Convolution2DT, params: object) -> np.ndarray:
-    """Direct convolution (float64) with resolved pads; loops over kernel taps only."""
-    (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr) = params.kernel, params.stride, params.dilation, params.pads
-    g, ic, oc = params.group, params.in_channels, params.out_channels
+    """Direct convolution (float64) with resolved pads (support.references.conv2d) and the fused activation."""
+    (kh, kw), g, ic, oc = params.kernel, params.group, params.in_channels, params.out_channels
     w = np.asarray(conv.weight, np.float64).reshape(oc, ic // g, kh, kw)
-    n, _, h, wd = x.shape
-    xp = np.zeros((n, ic, h + pt + pb, wd + pl + pr))
-    xp[:, :, pt : pt + h, pl : pl + wd] = x
-    oh = (h + pt + pb - (kh - 1) * dh - 1) // sh + 1
-    ow = (wd + pl + pr - (kw - 1) * dw - 1) // sw + 1
-    out = np.zeros((n, oc, oh, ow))
-    icg, ocg = ic // g, oc // g
-    for gi in range(g):
-        for i in range(kh):
-            for j in range(kw):
-                patch = xp[:, gi * icg : (gi + 1) * icg, i * dh : i * dh + (oh - 1) * sh + 1 : sh,
-                           j * dw : j * dw + (ow - 1) * sw + 1 : sw]
-                wij = w[gi * ocg : (gi + 1) * ocg, :, i, j]
-                out[:, gi * ocg : (gi + 1) * ocg] += np.einsum("nchw,oc->nohw", patch, wij)
+    out = references.conv2d(x, w, np.zeros(oc), params.stride, params.pads, params.dilation, g)
     return _finish(out, conv, params)
 
 
 def reference_deconv(x: np.ndarray, conv: fb.Convolution2DT, params: object) -> np.ndarray:
-    """Direct transposed convolution (float64): scatter every input pixel through the kernel, then crop."""
-    (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr) = params.kernel, params.stride, params.dilation, params.pads
-    g, ic, oc = params.group, params.in_channels, params.out_channels
-    icg, ocg = ic // g, oc // g
-    w = np.asarray(conv.weight, np.float64).reshape(ic, ocg, kh, kw)
-    n, _, h, wd = x.shape
-    full_h = (h - 1) * sh + (kh - 1) * dh + 1 + params.out_pads[0]
-    full_w = (wd - 1) * sw + (kw - 1) * dw + 1 + params.out_pads[1]
-    full = np.zeros((n, oc, full_h, full_w))
-    for gi in range(g):
-        xs = x[:, gi * icg : (gi + 1) * icg].astype(np.float64)
-        for i in range(kh):
-            for j in range(kw):
-                contrib = np.einsum("nchw,co->nohw", xs, w[gi * icg : (gi + 1) * icg, :, i, j])
-                full[:, gi * ocg : (gi + 1) * ocg, i * dh : i * dh + (h - 1) * sh + 1 : sh,
-                     j * dw : j * dw + (wd - 1) * sw + 1 : sw] += contrib
-    oh, ow = full_h - pt - pb, full_w - pl - pr
-    return _finish(full[:, :, pt : pt + oh, pl : pl + ow], conv, params)
+    """Direct transposed convolution (float64; support.references.deconv2d_full), cropped by the pads."""
+    (kh, kw), g, ic, oc = params.kernel, params.group, params.in_channels, params.out_channels
+    w = np.asarray(conv.weight, np.float64).reshape(ic, oc // g, kh, kw)
+    full = references.deconv2d_full(x, w, np.zeros(oc), params.stride, params.dilation, g, params.out_pads)
+    pt, pl, pb, pr = params.pads
+    oh, ow = full.shape[2] - pt - pb, full.shape[3] - pl - pr
+    return _finish(full[:, :, pt: pt + oh, pl: pl + ow], conv, params)
 
 
 def _finish(out: np.ndarray, conv: fb.Convolution2DT, params: object) -> np.ndarray:
