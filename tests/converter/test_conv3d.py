@@ -28,6 +28,15 @@ def _conv_model(rng: np.random.Generator, **attrs: object) -> object:
     return make_model(nodes, [("x", F, X_SHAPE)], ["y"], {"w": w, "b": b}, opset=13)
 
 
+def _check_both(model: object, x: np.ndarray, tmp_path: Path, op_type: int, tol: float) -> None:
+    """Convert; official MNN (check_model) and mnnpy's CPU runtime both match onnxruntime; the op is emitted."""
+    net = check_model(model, {"x": x}, tmp_path)
+    assert op_type in [op.type for op in net.oplists]
+    got = runners.run(tmp_path / "model.mnn", {"x": x}, ["y"], dim=None, config={"backend": "CPU"})["y"]
+    (ref,) = run_ort(model, {"x": x})
+    assert got.shape == ref.shape and rel_diff(got, ref) <= tol
+
+
 @pytest.mark.parametrize("attrs", [
     {"pads": [1, 0, 1, 1, 0, 1]},
     {"pads": [0, 1, 1, 1, 0, 2], "strides": [1, 2, 1]},  # asymmetric: a zero Padding op in front
@@ -38,11 +47,7 @@ def test_conv3d(attrs: dict, tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     model = _conv_model(rng, **attrs)
     x = rng.uniform(-1, 1, X_SHAPE).astype(np.float32)
-    net = check_model(model, {"x": x}, tmp_path)
-    assert fb.OpType.Convolution3D in [op.type for op in net.oplists]
-    got = runners.run(tmp_path / "model.mnn", {"x": x}, ["y"], dim=None, config={"backend": "CPU"})["y"]
-    (ref,) = run_ort(model, {"x": x})
-    assert got.shape == ref.shape and rel_diff(got, ref) <= 1e-5
+    _check_both(model, x, tmp_path, fb.OpType.Convolution3D, 1e-5)
 
 
 @pytest.mark.parametrize(("op", "attrs"), [
@@ -57,11 +62,7 @@ def test_pool3d(op: str, attrs: dict, tmp_path: Path) -> None:
     rng = np.random.default_rng(5)
     model = make_model([oh.make_node(op, ["x"], ["y"], **attrs)], [("x", F, X_SHAPE)], ["y"], opset=13)
     x = rng.uniform(-1, 1, X_SHAPE).astype(np.float32)
-    net = check_model(model, {"x": x}, tmp_path)
-    assert fb.OpType.Pooling3D in [o.type for o in net.oplists]
-    got = runners.run(tmp_path / "model.mnn", {"x": x}, ["y"], dim=None, config={"backend": "CPU"})["y"]
-    (ref,) = run_ort(model, {"x": x})
-    assert got.shape == ref.shape and rel_diff(got, ref) <= 1e-6
+    _check_both(model, x, tmp_path, fb.OpType.Pooling3D, 1e-6)
 
 
 def test_unexpressible_3d_forms_are_clear_errors(tmp_path: Path) -> None:

@@ -149,3 +149,28 @@ def attention_nodes(src: str = "x", residual: str = "x", out: str = "y") -> list
             h.make_node("Reshape", ["o2", "ms"], ["o3"]),
             h.make_node("MatMul", ["o3", "wo"], ["o4"]),
             h.make_node("Add", ["o4", residual], [out])]
+
+
+def make_conv(ic: int, oc: int, k: tuple[int, int], *, stride: tuple[int, int] = (1, 1),
+              dilation: tuple[int, int] = (1, 1), pads: tuple[int, int, int, int] | None = None, pad_mode: int = 0,
+              group: int = 1, relu: bool = False, relu6: bool = False, transposed: bool = False,
+              out_pads: tuple[int, int] | None = None, seed: int = 0) -> fb.Convolution2DT:
+    """A Convolution2DT with random weights in the layout MNN stores for the op."""
+    rng = np.random.default_rng(seed)
+    common = fb.Convolution2DCommonT()
+    common.kernelY, common.kernelX = k
+    common.strideY, common.strideX = stride
+    common.dilateY, common.dilateX = dilation
+    common.padMode, common.group, common.outputCount, common.inputCount = pad_mode, group, oc, ic
+    common.relu, common.relu6 = relu, relu6
+    if pads is not None:
+        common.pads = list(pads)
+        common.padY, common.padX = pads[0], pads[1]
+    if out_pads is not None:
+        common.outPads = list(out_pads)
+    conv = fb.Convolution2DT()
+    conv.common = common
+    shape = (ic, oc // group, *k) if transposed else (oc, ic // group, *k)
+    conv.weight = rng.standard_normal(shape).astype(np.float32).ravel()
+    conv.bias = rng.standard_normal(oc).astype(np.float32)
+    return conv

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from mnnpy.schema import mnn_generated as fb
+from support.models import make_conv
 
 from mnnpy.core.backend import Execution, StorageType, TensorRef
 from mnnpy.core.ir import NC4HW4, NCHW, TensorDesc
@@ -30,21 +31,9 @@ def conv_op(op_type: int, ic: int, oc: int, k: tuple[int, int], stride: tuple[in
             relu: bool = False, relu6: bool = False, pad_mode: int = 0, seed: int = 0) -> fb.OpT:
     """A (de)convolution op with random weights in MNN's layout: (oc, ic/group, kh, kw), or (ic, oc/group, kh, kw)
     for Deconvolution / DeconvolutionDepthwise."""
-    rng = np.random.default_rng(seed)
-    common = fb.Convolution2DCommonT()
-    common.kernelY, common.kernelX = k
-    common.strideY, common.strideX = stride
-    common.dilateY, common.dilateX = dilation
-    common.padMode, common.group, common.outputCount, common.inputCount = pad_mode, group, oc, ic
-    common.pads = list(pads)
-    common.relu, common.relu6 = relu, relu6
-    conv = fb.Convolution2DT()
-    conv.common = common
     transposed = op_type in (fb.OpType.Deconvolution, fb.OpType.DeconvolutionDepthwise)
-    shape = (ic, oc // group, *k) if transposed else (oc, ic // group, *k)
-    conv.weight = rng.standard_normal(shape).astype(np.float32).ravel()
-    conv.bias = rng.standard_normal(oc).astype(np.float32)
-    return make_op(op_type, conv)
+    return make_op(op_type, make_conv(ic, oc, k, stride=stride, dilation=dilation, pads=pads, pad_mode=pad_mode,
+                                      group=group, relu=relu, relu6=relu6, transposed=transposed, seed=seed))
 
 
 class Harness:

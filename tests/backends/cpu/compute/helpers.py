@@ -9,31 +9,6 @@ from mnnpy.schema import mnn_generated as fb
 from support import references
 
 
-def make_conv(ic: int, oc: int, k: tuple[int, int], *, stride: tuple[int, int] = (1, 1),
-              dilation: tuple[int, int] = (1, 1), pads: tuple[int, int, int, int] | None = None, pad_mode: int = 0,
-              group: int = 1, relu: bool = False, relu6: bool = False, transposed: bool = False,
-              out_pads: tuple[int, int] | None = None, seed: int = 0) -> fb.Convolution2DT:
-    """A Convolution2DT with random weights in the layout MNN stores for the op."""
-    rng = np.random.default_rng(seed)
-    common = fb.Convolution2DCommonT()
-    common.kernelY, common.kernelX = k
-    common.strideY, common.strideX = stride
-    common.dilateY, common.dilateX = dilation
-    common.padMode, common.group, common.outputCount, common.inputCount = pad_mode, group, oc, ic
-    common.relu, common.relu6 = relu, relu6
-    if pads is not None:
-        common.pads = list(pads)
-        common.padY, common.padX = pads[0], pads[1]
-    if out_pads is not None:
-        common.outPads = list(out_pads)
-    conv = fb.Convolution2DT()
-    conv.common = common
-    shape = (ic, oc // group, *k) if transposed else (oc, ic // group, *k)
-    conv.weight = rng.standard_normal(shape).astype(np.float32).ravel()
-    conv.bias = rng.standard_normal(oc).astype(np.float32)
-    return conv
-
-
 def reference_conv(x: np.ndarray, conv: fb.Convolution2DT, params: object) -> np.ndarray:
     """Direct convolution (float64) with resolved pads (support.references.conv2d) and the fused activation."""
     (kh, kw), g, ic, oc = params.kernel, params.group, params.in_channels, params.out_channels

@@ -8,8 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mnnpy.backends.cpu.compute.conv import COUNTERS, conv2d_output_shape, conv2d_params
 from mnnpy.schema import mnn_generated as fb
+from support.models import make_conv
 
-from .helpers import assert_close, make_conv, reference_conv, reference_deconv, run_kernel
+from .helpers import assert_close, reference_conv, reference_deconv, run_kernel
 
 CONV, DW, DECONV, DECONV_DW = 12, 13, 17, 18
 SAME, VALID, CAFFE = fb.PadMode.SAME, fb.PadMode.VALID, fb.PadMode.CAFFE

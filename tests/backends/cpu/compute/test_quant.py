@@ -8,10 +8,9 @@ import numpy as np
 import pytest
 from mnnpy.backends.cpu.compute.conv import make_conv2d_kernel
 from mnnpy.schema import mnn_generated as fb
+from support.models import make_conv
 
 from mnnpy.core.idst import dequantize_idst
-
-from .helpers import make_conv
 
 
 def quan(codes: np.ndarray, codebook: list[int], bits: int, alpha: list[float], read_type: int = 0,
