@@ -160,8 +160,9 @@ def test_matmul_lanes_match_float64(tmp_path: Path, trans_b: bool) -> None:
 def test_winograd_position_lanes(ic: int, oc: int, hw: int, unit: int, group: int) -> None:
     """Weight-heavy single block, 2 lanes: the alpha² GEMMs split over the lanes (grouped, staged, F(2..6))."""
     sys.path.insert(0, str(Path(__file__).parent))
-    from compute.helpers import assert_close, make_conv, reference_conv, run_kernel
+    from compute.helpers import assert_close, reference_conv, run_kernel
     from mnnpy.backends.cpu.compute.conv import conv2d_params
+    from support.models import make_conv
 
     conv = make_conv(ic, oc, (3, 3), pads=(1, 1, 1, 1), group=group, relu=True, seed=11)
     x = np.random.default_rng(12).standard_normal((1, ic, hw, hw)).astype(np.float32)
@@ -192,9 +193,10 @@ def test_add_row_bias_matches_broadcast(shape: tuple[int, ...]) -> None:
 def test_lanes_claim_blocks(monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
     """Lanes claim blocks one by one: a lane that starts late (its core busy elsewhere) finds the work done."""
     sys.path.insert(0, str(Path(__file__).parent))
-    from compute.helpers import assert_close, make_conv, reference_conv, run_kernel
+    from compute.helpers import assert_close, reference_conv, run_kernel
     from mnnpy.backends.cpu.compute import blas, im2col, winograd_conv
     from mnnpy.backends.cpu.compute.conv import conv2d_params
+    from support.models import make_conv
 
     monkeypatch.setattr(blas, "LANE_MIN_FLOPS", 1.0)
     monkeypatch.setattr(winograd_conv, "BLOCK_BYTES", 1)

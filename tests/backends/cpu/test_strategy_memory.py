@@ -11,10 +11,11 @@ from mnnpy.backends.cpu.compute.conv import conv2d_params
 from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper as nh
+from support.models import make_conv
 
 from mnnpy.core.strategy import WINOGRAD_MEMORY_COST, plan_conv2d, winograd_memory
 
-from .compute.helpers import assert_close, make_conv, reference_conv, run_kernel
+from .compute.helpers import assert_close, reference_conv, run_kernel
 
 CONV = 12
 
