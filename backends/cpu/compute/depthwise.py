@@ -2,9 +2,12 @@
 
 Two layouts, chosen at make time so that numpy's innermost loop stays long and contiguous:
 
-* stride-x 1: work directly on NC4HW4 (no transposes); the (ow, 4) axes of each tap coalesce, and the tap
-  weights are pre-broadcast along ow so they coalesce too.
-* stride-x > 1: work on a zero-bordered NHWC copy, where the innermost loop runs over the channels.
+* stride-x 1, or output rows of at least ``PHASE_MIN_OW`` pixels: work on NC4HW4 (no transposes, the result
+  written straight into the output); the (ow, 4) axes of each tap coalesce, and the tap weights are
+  pre-broadcast along ow so they coalesce too. With stride-x s > 1 the zero-bordered copy of the input is kept
+  as s column phases (padded columns b, b+s, b+2s, ...), so every tap is a contiguous slice of one phase.
+* otherwise (stride-x > 1, short rows): work on a zero-bordered NHWC copy, where the innermost loop runs over
+  the channels.
 
 Padded lanes carry zero weights and zero bias, so padded output channels stay zero. With ``numThread`` > 1 the
 output rows are split into that many bands run concurrently, each with its own scratch.
@@ -20,6 +23,11 @@ from mnnpy.core.strategy import ConvPlan
 
 from .blas import lane_count, run_lanes
 from .common import COUNTERS, PACK, Conv2DKernel, Conv2DParams, ceil4, copy_pixels, nhwc_view
+
+# Stride-x > 1: NC4HW4 column phases from this output width on. Measured (1 thread, 3x3/2, copies included):
+# 112² x 96 2.15 -> 1.77 ms, 56² x 144 0.58 -> 0.51 ms; at 28² x 192 0.18 -> 0.21 and 14² x 576 0.12 -> 0.22 the
+# NHWC layout is faster.
+PHASE_MIN_OW = 28
 
 
 class DepthwiseKernel(Conv2DKernel):
@@ -43,11 +51,18 @@ class DepthwiseKernel(Conv2DKernel):
         self.row_bands = [(r, min(r + step, oh)) for r in range(0, oh, step)]
         rows = [(i * dh, i * dh + (oh - 1) * sh + 1) for i in range(kh)]
         cols = [(j * dw, j * dw + (ow - 1) * sw + 1) for j in range(kw)]
-        self.nc4 = sw == 1
+        self.nc4 = sw == 1 or ow >= PHASE_MIN_OW
         if self.nc4:
-            self.xp = np.zeros((n, c4, hp, wp, PACK), dtype=np.float32)
-            self.interior = self.xp[:, :, pt : pt + h, pl : pl + w, :]
-            self.taps = [self.xp[:, :, r0:r1:sh, c0:c1:sw] for r0, r1 in rows for c0, c1 in cols]
+            self.xp = np.zeros((sw, n, c4, hp, -(-wp // sw), PACK), dtype=np.float32)  # padded column p: [p % sw]
+            self.copies = []  # (phase region, input columns) pairs: input column q is padded column pl + q
+            for b in range(sw):
+                q0 = (b - pl) % sw
+                if q0 < w:
+                    d0 = (pl + q0) // sw
+                    self.copies.append((self.xp[b, :, :, pt : pt + h, d0 : d0 + len(range(q0, w, sw))],
+                                        slice(q0, None, sw)))
+            self.taps = [self.xp[c0 % sw][:, :, r0:r1:sh, c0 // sw : c0 // sw + ow] for r0, r1 in rows
+                         for c0, _ in cols]
             expanded = np.broadcast_to(packed.reshape(kh * kw, 1, c4, 1, 1, PACK), (kh * kw, 1, c4, 1, ow, PACK))
             self.weights = np.ascontiguousarray(expanded)
             self.bias_view = np.ascontiguousarray(np.broadcast_to(self.bias_row.reshape(1, c4, 1, 1, PACK),
@@ -75,7 +90,8 @@ class DepthwiseKernel(Conv2DKernel):
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out``."""
         if self.acc is None:
-            np.copyto(self.interior, x)
+            for region, columns in self.copies:
+                copy_pixels(region, x[:, :, :, columns], (0, 1, 2, 3))
         else:
             copy_pixels(self.interior, x, (0, 2, 3, 1))
         if len(self.bands) == 1:

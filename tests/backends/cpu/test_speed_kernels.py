@@ -215,3 +215,31 @@ def test_lanes_claim_blocks(monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
     if kind == "winograd":
         assert sorted(seen) == sorted(id(b) for b in kernel.lanes[0])  # lane 0 did every block, lane 1 none
     assert_close(got, reference_conv(x.astype(np.float64), conv, conv2d_params(conv, 12, x.shape)))
+
+
+@pytest.mark.parametrize(("k", "stride", "dilation", "pads", "x_shape", "threads"),
+                         [((3, 3), (2, 2), (1, 1), (1, 1, 1, 1), (1, 24, 15, 16), 1),
+                          ((3, 3), (2, 2), (1, 1), (0, 1, 0, 1), (2, 10, 14, 17), 2),
+                          ((5, 3), (1, 3), (2, 2), (2, 1, 2, 0), (1, 7, 11, 20), 1),
+                          ((3, 4), (3, 2), (1, 3), (1, 2, 0, 3), (1, 13, 16, 13), 2)])
+def test_depthwise_column_phases(monkeypatch: pytest.MonkeyPatch, k: tuple[int, int], stride: tuple[int, int],
+                                 dilation: tuple[int, int], pads: tuple[int, ...], x_shape: tuple[int, ...],
+                                 threads: int) -> None:
+    """Depthwise with stride-x > 1 on NC4HW4 column phases (used from PHASE_MIN_OW output columns; forced here on
+    small shapes): strides, dilations, uneven pads, channel tails, batch and 2 lanes, against the float64 direct
+    convolution."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from compute.helpers import assert_close, reference_conv, run_kernel
+    from mnnpy.backends.cpu.compute import blas, depthwise
+    from mnnpy.backends.cpu.compute.conv import conv2d_params
+    from support.models import make_conv
+
+    monkeypatch.setattr(depthwise, "PHASE_MIN_OW", 1)
+    monkeypatch.setattr(blas, "LANE_MIN_FLOPS", 1.0)
+    c = x_shape[1]
+    conv = make_conv(c, c, k, stride=stride, dilation=dilation, pads=pads, group=c, relu6=threads == 1, seed=17)
+    x = np.random.default_rng(18).standard_normal(x_shape).astype(np.float32)
+    got, kernel = run_kernel(conv, 13, x, threads=threads)
+    assert kernel.plan.algorithm == "depthwise" and kernel.nc4 and kernel.xp.shape[0] == stride[1]
+    assert len(kernel.bands) == threads
+    assert_close(got, reference_conv(x.astype(np.float64), conv, conv2d_params(conv, 13, x.shape)))
