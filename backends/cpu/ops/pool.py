@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from mnnpy.backends.cpu.compute.common import copy_pixels
+from mnnpy.backends.cpu.compute.global_pool import GlobalPool
 from mnnpy.backends.cpu.ops._common import CPUExecution
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.errors import ModelError
@@ -21,11 +22,10 @@ class Pooling(CPUExecution):
     def on_resize(self) -> None:
         p = self.op.main
         self.is_max = p is not None and p.type == 0
-        rank = len(self.x.desc.physical_shape)
-        self.axes = tuple(range(2, rank - 1))
         self.is_global = p is None or p.isGlobal
         self.algorithm = f"{'max' if self.is_max else 'avg'}-{'global' if self.is_global else 'window'}"
         if self.is_global:
+            self.global_pool = GlobalPool(self.x.desc.physical_shape, self.x.desc.dtype, self.is_max)
             return
         n, c4, h, w, _ = self.x.desc.physical_shape
         oh, ow = self.y.desc.shape[2:]
@@ -74,10 +74,7 @@ class Pooling(CPUExecution):
     def on_execute(self) -> None:
         x, y = self.x.array, self.y.array
         if self.is_global:
-            if self.is_max:
-                np.max(x, axis=self.axes, keepdims=True, out=y)
-            else:
-                np.mean(x, axis=self.axes, keepdims=True, out=y)
+            self.global_pool.run(x, y)
             return
         for dst, cols in self.fills:
             copy_pixels(dst, x[:, :, :, cols], (0, 1, 2, 3))

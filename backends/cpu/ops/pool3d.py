@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+from mnnpy.backends.cpu.compute.global_pool import GlobalPool
 from mnnpy.backends.cpu.ops._common import CPUExecution
 from mnnpy.schema import mnn_generated as fb
 
@@ -26,10 +27,10 @@ class Pooling3D(CPUExecution):
         p = self.op.main
         self.is_max = p is not None and p.type == 0
         phys = self.x.desc.physical_shape
-        self.axes = tuple(range(2, len(phys) - 1))
         self.is_global = p is None or p.isGlobal
         self.algorithm = f"{'max' if self.is_max else 'avg'}-{'global' if self.is_global else 'window'}-3d"
         if self.is_global:
+            self.global_pool = GlobalPool(self.x.desc.physical_shape, self.x.desc.dtype, self.is_max)
             return
         geometry = pool3d_geometry(self.op, tuple(self.x.desc.shape[2:]))
         spatial = [size + 2 * pad + s for size, (_, s, pad, _) in zip(phys[2:-1], geometry, strict=True)]
@@ -55,7 +56,7 @@ class Pooling3D(CPUExecution):
     def on_execute(self) -> None:
         x, y = self.x.array, self.y.array
         if self.is_global:
-            (np.max if self.is_max else np.mean)(x, axis=self.axes, keepdims=True, out=y)
+            self.global_pool.run(x, y)
             return
         np.copyto(self.inner, x)
         combine = np.maximum if self.is_max else np.add

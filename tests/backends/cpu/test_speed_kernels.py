@@ -260,3 +260,17 @@ def test_pack_into_lanes(shape: tuple[int, ...]) -> None:
     out = np.full((n, c4, *spatial, 4), np.nan, dtype=np.float32)
     pack_into(x, out)
     np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("spatial", [(7, 7), (1, 1), (5, 3), (2, 3, 5)])
+@pytest.mark.parametrize("is_max", [True, False])
+def test_global_pool(spatial: tuple[int, ...], is_max: bool) -> None:
+    """The einsum mean and the halving max tree equal numpy's reductions (odd, even, single-element extents)."""
+    from mnnpy.backends.cpu.compute.global_pool import GlobalPool
+
+    x = np.random.default_rng(len(spatial)).standard_normal((2, 3, *spatial, 4)).astype(np.float32)
+    axes = tuple(range(2, 2 + len(spatial)))
+    y = np.full((2, 3, *(1,) * len(spatial), 4), np.nan, np.float32)
+    GlobalPool(x.shape, x.dtype, is_max).run(x, y)
+    want = x.max(axis=axes, keepdims=True) if is_max else x.mean(axis=axes, dtype=np.float64, keepdims=True)
+    np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)

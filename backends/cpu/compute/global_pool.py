@@ -1,0 +1,39 @@
+"""Global max / average pooling of NC4HW4 arrays `[N, C4, *spatial, 4]` into `[N, C4, 1, ..., 4]`.
+
+numpy's own reductions over the middle (spatial) axis with a 4-wide inner axis run a short inner loop per element:
+for MobileNetV2's 7x7x1280 head, `np.mean(..., axis=(2, 3))` takes ~240 us, the einsum below ~60 us, and a
+halving tree of `np.maximum` over contiguous halves ~75 us against ~450 us for `np.max`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class GlobalPool:
+    """Planned once per shape (the max tree's scratch half-buffer); `run(x, y)` only computes."""
+
+    def __init__(self, physical_shape: tuple[int, ...], dtype: np.dtype, is_max: bool) -> None:
+        n, c4 = physical_shape[:2]
+        self.rows = (n, c4, int(np.prod(physical_shape[2:-1])), physical_shape[-1])
+        self.is_max = is_max
+        self.scale = np.asarray(1.0 / max(self.rows[2], 1), dtype=dtype) if dtype.kind == "f" else None
+        half = (self.rows[2] + 1) // 2
+        self.scratch = np.empty((n, c4, half, self.rows[3]), dtype=dtype) if is_max and half > 1 else None
+
+    def run(self, x: np.ndarray, y: np.ndarray) -> None:
+        v = x.reshape(self.rows)
+        out = y.reshape(self.rows[0], self.rows[1], self.rows[3])
+        if not self.is_max:
+            np.einsum("ncpk->nck", v, out=out)
+            np.multiply(out, self.scale, out=out)
+            return
+        src, count = v, self.rows[2]
+        while count > 1:
+            half = count // 2
+            dst = self.scratch[:, :, :half]
+            np.maximum(src[:, :, :half], src[:, :, half: 2 * half], out=dst)
+            if count % 2:  # the odd last row joins the first
+                np.maximum(dst[:, :, :1], src[:, :, 2 * half: 2 * half + 1], out=dst[:, :, :1])
+            src, count = dst, half
+        np.copyto(out, src[:, :, 0])
