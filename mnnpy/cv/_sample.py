@@ -18,7 +18,7 @@ import numpy as np
 
 from mnnpy import expr as ex
 from mnnpy.cv import constants as cc
-from mnnpy.cv._util import as_float, floats, hwc, ints, np_dtype, saturate, scalar4
+from mnnpy.cv._util import as_float, border_map, floats, hwc, ints, np_dtype, saturate, scalar4
 from mnnpy.expr.var import Var
 
 INTER_BITS = 5  # OpenCV quantises remap/warp sub-pixel positions to 1/32 pixel
@@ -72,23 +72,6 @@ def interp_tables(cubic: bool) -> tuple[np.ndarray, np.ndarray]:
     return ftab.reshape(-1, k * k), itab.reshape(-1, k * k).astype(np.int32)
 
 
-def _border_map(pos: np.ndarray, n: int, mode: int) -> np.ndarray:
-    """Map integer positions into [0, n) by an OpenCV border mode; -1 marks the constant border."""
-    if mode == cc.BORDER_REPLICATE:
-        return np.clip(pos, 0, n - 1)
-    if mode == cc.BORDER_CONSTANT or mode == cc.BORDER_TRANSPARENT:
-        return np.where((pos >= 0) & (pos < n), pos, -1)
-    if mode == cc.BORDER_WRAP:
-        return np.mod(pos, n)
-    if n == 1:
-        return np.zeros_like(pos)
-    if mode == cc.BORDER_REFLECT:
-        p = np.mod(pos, 2 * n)
-        return np.where(p < n, p, 2 * n - 1 - p)
-    p = np.mod(pos, 2 * n - 2)
-    return np.where(p < n, p, 2 * n - 2 - p)
-
-
 def _weighted_taps(v: Var, taps: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]], border: int, value: Any,
                    integer: bool) -> Var:
     """Sum over taps of gather(v at (x, y) through `border`) * weight, as [N, c]; int32 when `integer`."""
@@ -103,7 +86,7 @@ def _weighted_taps(v: Var, taps: list[tuple[np.ndarray, np.ndarray, np.ndarray |
     table = ex.concat([flat, pad], 0)  # row h*w holds the constant border value
     acc = None
     for x, y, wt in taps:
-        bx, by = _border_map(x, w, border), _border_map(y, h, border)
+        bx, by = border_map(x, w, border), border_map(y, h, border)
         term = ex.gather(table, ints(np.where((bx < 0) | (by < 0), h * w, by * w + bx).ravel()), 0)
         if wt is not None:
             term = term * (ints(wt.reshape(-1, 1)) if integer else floats(wt.reshape(-1, 1)))

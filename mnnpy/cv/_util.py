@@ -94,27 +94,30 @@ def restore(v: Var, was_2d: bool) -> Var:
     return ex.squeeze(v, [2]) if was_2d else v
 
 
-def border_index(n: int, before: int, after: int, mode: int) -> np.ndarray:
-    """Source indices for a row/column padded by `before`/`after` (OpenCV's borderInterpolate); -1 = constant."""
-    pos = np.arange(-before, n + after)
+def border_map(pos: np.ndarray, n: int, mode: int) -> np.ndarray:
+    """Map integer positions into [0, n) by an OpenCV border mode (borderInterpolate); -1 marks the constant (and
+    transparent) border."""
     mode = mode & ~cc.BORDER_ISOLATED
     if mode == cc.BORDER_REPLICATE:
         return np.clip(pos, 0, n - 1)
-    if mode == cc.BORDER_CONSTANT:
+    if mode in (cc.BORDER_CONSTANT, cc.BORDER_TRANSPARENT):
         return np.where((pos >= 0) & (pos < n), pos, -1)
     if mode == cc.BORDER_WRAP:
         return np.mod(pos, n)
     if n == 1:
         return np.zeros_like(pos)
     if mode == cc.BORDER_REFLECT:
-        period = 2 * n
-        p = np.mod(pos, period)
-        return np.where(p < n, p, period - 1 - p)
+        p = np.mod(pos, 2 * n)
+        return np.where(p < n, p, 2 * n - 1 - p)
     if mode in (cc.BORDER_REFLECT_101, cc.BORDER_DEFAULT):
-        period = 2 * n - 2
-        p = np.mod(pos, period)
-        return np.where(p < n, p, period - p)
+        p = np.mod(pos, 2 * n - 2)
+        return np.where(p < n, p, 2 * n - 2 - p)
     raise ValueError(f"unsupported border mode {mode}")
+
+
+def border_index(n: int, before: int, after: int, mode: int) -> np.ndarray:
+    """Source indices for a row/column padded by `before`/`after`; -1 = constant."""
+    return border_map(np.arange(-before, n + after), n, mode)
 
 
 def pad_image(v: Var, top: int, bottom: int, left: int, right: int, mode: int, value: Any = 0) -> Var:
