@@ -15,19 +15,14 @@ from mnnpy.core.registry import cpu_kernel
 OT = fb.OpType
 
 
-def _floormod(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """FLOORMOD (17): Python's mod (sign of b) for floats, C's fmod (sign of a) for integers.
+def _modulo(kind: int, dtype: np.dtype) -> Callable:
+    """FLOORMOD (17) / MOD (19) for one operand dtype, chosen in on_resize.
 
-    Official MNN 3.6.1 swaps FLOORMOD and MOD for integer tensors (measured, the ONNX node suite's mixed-sign Mod
-    cases); mnnpy runs files the same way, and its converter and expr pick the code per dtype."""
-    fn = np.mod if np.asarray(a).dtype.kind == "f" else np.fmod
-    return fn(a, b, out=out) if out is not None else fn(a, b)
-
-
-def _mod(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """MOD (19): C's fmod (sign of a) for floats, Python's mod (sign of b) for integers (see _floormod)."""
-    fn = np.fmod if np.asarray(a).dtype.kind == "f" else np.mod
-    return fn(a, b, out=out) if out is not None else fn(a, b)
+    Floats: FLOORMOD is Python's mod (sign of b), MOD C's fmod (sign of a). Official MNN 3.6.1 swaps the two for
+    integer tensors (measured, the ONNX node suite's mixed-sign Mod cases); mnnpy runs files the same way, and its
+    converter and expr pick the code per dtype."""
+    python_sign = (kind == 17) == (dtype.kind == "f")
+    return np.mod if python_sign else np.fmod
 
 
 def _div(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -47,8 +42,8 @@ def _mul_silu(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np
 BINARY: dict[int, Callable] = {
     0: np.add, 1: np.subtract, 2: np.multiply, 3: _div, 4: np.maximum, 5: np.minimum, 6: np.power, 7: _div,
     8: np.minimum, 9: np.maximum, 10: np.greater, 11: np.greater_equal, 12: np.less, 13: np.floor_divide,
-    14: lambda a, b, out=None: np.square(a - b, out=out), 15: np.equal, 16: np.less_equal, 17: _floormod,
-    19: _mod, 20: np.arctan2, 21: np.logical_or, 22: np.not_equal, 23: np.bitwise_and, 24: np.bitwise_or,
+    14: lambda a, b, out=None: np.square(a - b, out=out), 15: np.equal, 16: np.less_equal, 17: np.mod,
+    19: np.fmod, 20: np.arctan2, 21: np.logical_or, 22: np.not_equal, 23: np.bitwise_and, 24: np.bitwise_or,
     25: np.bitwise_xor, 26: np.logical_xor, 27: np.left_shift, 28: np.right_shift, 29: _mul_silu,
 }
 ELTWISE = {0: np.multiply, 1: np.add, 2: np.maximum, 3: np.subtract}
@@ -71,7 +66,7 @@ class Binary(CPUExecution):
             kind = p.opType if p is not None else 0
             if kind not in BINARY:
                 raise NotImplementedError(f"BinaryOp {kind} on op {self.op.name!r}")
-            self.fn = BINARY[kind]
+            self.fn = BINARY[kind] if kind not in (17, 19) else _modulo(kind, self.inputs[0].desc.dtype)
             self.relu = p is not None and p.activationType == 1
             self.coeff = None
         y = self.y
