@@ -9,6 +9,7 @@ background column when there is one. Unused output rows are zero.
 from __future__ import annotations
 
 import numpy as np
+from mnnpy.backends.cpu.compute.nms import greedy_nms
 from mnnpy.backends.cpu.layout import logical
 from mnnpy.backends.cpu.ops._common import CPUExecution
 from mnnpy.schema import mnn_generated as fb
@@ -49,18 +50,7 @@ def nms(boxes: np.ndarray, scores: np.ndarray, threshold: float, iou: float, lim
     """Greedy single-class NMS: indices by descending score (scores >= threshold), at most `limit`."""
     cand = np.flatnonzero(scores >= threshold)
     cand = cand[np.argsort(-scores[cand], kind="stable")]
-    active = np.ones(cand.size, bool)
-    keep: list[int] = []
-    for k in range(cand.size):
-        if len(keep) >= limit:
-            break
-        if not active[k]:
-            continue
-        keep.append(int(cand[k]))
-        rest = np.flatnonzero(active[k + 1:]) + k + 1
-        if rest.size:
-            active[rest[iou_row(boxes, cand[k], cand[rest]) > iou]] = False
-    return keep
+    return greedy_nms(cand, lambda i, others: iou_row(boxes, i, others), iou, limit)
 
 
 @cpu_kernel(fb.OpType.DetectionPostProcess, formats=(NCHW,))

@@ -10,6 +10,7 @@ to the detections found at run time: mnnpy plans keepTopK rows (rows past the de
 from __future__ import annotations
 
 import numpy as np
+from mnnpy.backends.cpu.compute.nms import greedy_nms
 from mnnpy.backends.cpu.ops._common import ANY, CPUExecution
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.errors import ModelError
@@ -117,25 +118,23 @@ def _area(b: np.ndarray) -> np.ndarray:
     return np.where(valid, (b[..., 2] - b[..., 0]) * (b[..., 3] - b[..., 1]), 0.0)
 
 
+def _jaccard(boxes: np.ndarray, i: int, others: np.ndarray) -> np.ndarray:
+    """SSD's normalised Jaccard overlap of box i with boxes[others]; 0 without a positive intersection."""
+    k, b = boxes[others], boxes[i]
+    wh = np.minimum(k[:, 2:], b[2:]) - np.maximum(k[:, :2], b[:2])
+    hit = np.all(wh > 0, axis=1)
+    inter = np.where(hit, np.prod(np.maximum(wh, 0), axis=1), 0.0)
+    return np.where(hit, inter / np.where(hit, _area(k) + _area(b) - inter, 1.0), 0.0)
+
+
 def nms(boxes: np.ndarray, scores: np.ndarray, threshold: float, iou: float, top_k: int) -> list[int]:
     """SSD's ApplyNMSFast (eta 1): candidates over `threshold`, best first (stable), at most `top_k`; a candidate
-    is kept while its Jaccard overlap (normalised; 0 without a positive intersection) with every kept box is <=
-    `iou`."""
+    is kept while its Jaccard overlap with every kept box is <= `iou`."""
     order = np.flatnonzero(scores > threshold)
     order = order[np.argsort(-scores[order], kind="stable")]
     if top_k > -1:
         order = order[:top_k]
-    kept: list[int] = []
-    for idx in order:
-        if kept:
-            k, b = boxes[kept], boxes[idx]
-            wh = np.minimum(k[:, 2:], b[2:]) - np.maximum(k[:, :2], b[:2])
-            hit = np.all(wh > 0, axis=1)  # no positive intersection: overlap 0 (both boxes are then valid)
-            inter = np.prod(wh[hit], axis=1)
-            if np.any(inter / (_area(k[hit]) + _area(b) - inter) > iou):
-                continue
-        kept.append(int(idx))
-    return kept
+    return greedy_nms(order, lambda i, others: _jaccard(boxes, i, others), iou)
 
 
 @cpu_kernel(OT.DetectionOutput)
