@@ -15,3 +15,34 @@ def cpu_count() -> int:
     with contextlib.suppress(AttributeError):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+
+_CORENAME = ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename", "openblas_get_corename64_",
+             "openblas_get_corename")
+
+
+def blas_core() -> str:
+    """The kernel family numpy's OpenBLAS runs ("Haswell", "SkylakeX", ...), and whether OPENBLAS_CORETYPE pins it.
+
+    The bench prints this because it decides the GEMM speed: an AVX-512 CPU pinned to Haswell's AVX2 kernels (an
+    environment setting some machines carry) runs sgemm at about half its speed, while onnxruntime and official MNN
+    pick their own kernels. mnnpy reports the setting; it never changes it.
+    """
+    import ctypes
+
+    import numpy  # noqa: F401 - loads the library looked up below
+
+    name = "unknown"
+    with contextlib.suppress(OSError):
+        with open("/proc/self/maps") as maps:
+            paths = sorted({line.split()[-1] for line in maps if "openblas" in line.lower() and "/" in line})
+        for path in paths:
+            with contextlib.suppress(OSError):
+                lib = ctypes.CDLL(path)
+                fn = next((getattr(lib, s) for s in _CORENAME if hasattr(lib, s)), None)
+                if fn is not None:
+                    fn.restype = ctypes.c_char_p
+                    name = (fn() or b"?").decode(errors="replace")
+                    break
+    pinned = os.environ.get("OPENBLAS_CORETYPE")
+    return f"OpenBLAS core {name}" + (f" (pinned by OPENBLAS_CORETYPE={pinned})" if pinned else "")

@@ -60,6 +60,7 @@ def test_bench_table_with_peers(tiny: Path, tmp_path: Path, capsys: pytest.Captu
     assert "median ms" in out and "ratios (mnnpy median / peer median" in out and "ort " in out
     assert "interleaved, mnnpy on cpu" in out
     assert "pre-inference (load + createSession) ms: mnnpy" in out
+    assert "OpenBLAS core " in out  # the GEMM kernel family decides mnnpy's speed, so the header names it
     for name in ("ort", "mnn", "mnn-cvt"):  # same inputs, same answer
         assert float(rows[name].split()[-1]) < 1e-3, rows[name]
     assert (tmp_path / "tiny.mnnpy.mnn").exists() and (tmp_path / "tiny.official.mnn").exists()
@@ -153,3 +154,16 @@ def test_bench_models_convert_and_match_onnxruntime(name: str, kwargs: dict, sha
     engine.run()
     expected = ort.InferenceSession(str(src), providers=["CPUExecutionProvider"]).run(None, {"input": x})[0]
     np.testing.assert_allclose(engine.output(), expected, rtol=1e-3, atol=1e-4)
+
+
+def test_blas_core_names_the_kernels_and_any_pin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The header says which OpenBLAS kernels numpy runs, and says so when OPENBLAS_CORETYPE pins them."""
+    from mnnpy.bench import threads
+
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
+    pinned = threads.blas_core()
+    monkeypatch.delenv("OPENBLAS_CORETYPE")
+    free = threads.blas_core()
+    assert pinned.startswith("OpenBLAS core ") and pinned.endswith("(pinned by OPENBLAS_CORETYPE=Haswell)")
+    assert free.startswith("OpenBLAS core ") and "pinned" not in free
+    assert "unknown" not in free  # numpy's wheels bundle OpenBLAS, whose core name ctypes reads
