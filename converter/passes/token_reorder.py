@@ -13,7 +13,7 @@ average pool) ignore the order. Reorders left are then hoisted above the per-tok
 So a Swin stage keeps its residual stream in window order: one reorder in, one per block boundary (shifted windows
 are another order) and one out (none before a token-mean pool), instead of a partition and a reverse per block.
 A reorder is written as GatherV2 with a constant index on the token axis of a [1, L, C] view (official MNN runs
-it); the pass is undone when it would not lower the number of moves (Permute, Transpose, Raster, such Gathers).
+it); the pass is undone when it would not lower the number of data moves (data_moves.py).
 Opt-in (`run_pipeline(enable=...)`, `mnnpy convert --transformerFuse`), with the windowed Attention it serves.
 """
 
@@ -26,12 +26,11 @@ import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
 from ..graph import Graph, Node
-from . import dedupe, remove_dead, token_moves
+from . import data_moves, dedupe, remove_dead, token_moves
 
 NAME = "token-reorder"
 
 OT = fb.OpType
-MOVES = (OT.Permute, OT.Transpose, OT.Raster)
 ELEMENTWISE = frozenset({OT.UnaryOp, OT.ReLU, OT.ReLU6, OT.Sigmoid, OT.TanH, OT.ELU, OT.Selu})
 
 
@@ -52,8 +51,9 @@ def token_gather(graph: Graph, node: Node) -> bool:
 
 
 def count_moves(graph: Graph) -> int:
-    """Permute / Transpose / Raster ops and constant-index Gathers."""
-    return sum(node.op_type in MOVES or token_gather(graph, node) for node in graph.nodes)
+    """Ops that move tensor data (data_moves.py: Permute / Transpose / Raster, and Slices, Concats and
+    constant-index Gathers of data tensors; not shape arithmetic, Reshape-like views or ConvertTensor)."""
+    return data_moves.count(graph)
 
 
 def _data_input(graph: Graph, node: Node) -> int | None:
