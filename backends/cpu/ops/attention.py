@@ -38,7 +38,8 @@ class Attention(CPUExecution):
         if len(q) != 4 or len(k) != 4 or len(v) != 4:
             raise ModelError(f"op {self.op.name!r}: Attention needs rank-4 query/key/value, got {q}, {k}, {v}")
         config = self.backend.config
-        return blocked.plan(q, k, v, int(config.get("attentionBlockQ", blocked.BLOCK_Q)),
+        block_q = config.get("attentionBlockQ")  # None: the plan picks by shape
+        return blocked.plan(q, k, v, None if block_q is None else int(block_q),
                             int(config.get("attentionBlockKV", blocked.BLOCK_KV)))
 
     def scratch_bytes(self) -> int:

@@ -1,0 +1,65 @@
+"""Transformer speed paths on the CPU (issue 5: BERT-4L, ViT-tiny), each against a float64 reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from mnnpy.backends.cpu.compute import attention as blocked
+from support import references
+
+
+@pytest.mark.parametrize(("q_shape", "kv_shape", "blocks", "want_q"), [
+    ((1, 197, 3, 64), (1, 197, 3, 64), (None, 512), 197),  # ViT-tiny: one block of every query row
+    ((1, 128, 4, 64), (1, 128, 4, 64), (None, 512), 128),  # BERT-4L
+    ((1, 512, 8, 64), (1, 512, 8, 64), (None, 512), blocked.BLOCK_Q),  # scores 8 MB: query blocks
+    ((1, 600, 2, 8), (1, 600, 2, 8), (None, 512), blocked.BLOCK_Q),  # keys over several blocks: online softmax
+    ((1, 197, 3, 64), (1, 197, 3, 64), (64, 512), 64),  # a configured block size is kept
+])
+def test_attention_plan_picks_one_query_block_by_shape(q_shape: tuple, kv_shape: tuple, blocks: tuple,
+                                                       want_q: int) -> None:
+    assert blocked.plan(q_shape, kv_shape, kv_shape, *blocks).block_q == want_q
+
+
+@pytest.mark.parametrize(("shape", "kv", "mask_shape", "causal"), [
+    ((1, 197, 3, 64), (1, 197, 3, 64), None, False),  # ViT-tiny's attention (zero mask skipped)
+    ((1, 128, 4, 64), (1, 128, 4, 64), (1, 1, 1, 128), False),  # BERT padding-mask form
+    ((2, 9, 4, 8), (2, 11, 2, 8), (2, 4, 9, 11), False),  # grouped heads, full mask
+    ((1, 10, 2, 8), (1, 12, 2, 8), None, True),  # causal, right-aligned
+    ((1, 12, 2, 8), (1, 10, 2, 8), None, True),  # causal with Sq > Skv: the first rows see no key
+])
+def test_one_block_attention_matches_float64(shape: tuple, kv: tuple, mask_shape: tuple | None,
+                                             causal: bool) -> None:
+    rng = np.random.default_rng(3)
+    q = (rng.standard_normal(shape) * 2).astype(np.float32)
+    k, v = (rng.standard_normal(kv).astype(np.float32) for _ in range(2))
+    mask = None if mask_shape is None else (rng.standard_normal(mask_shape) * 3).astype(np.float32)
+    if mask is not None:
+        mask[..., :2] = -np.inf  # hidden keys
+    plan = blocked.plan(q.shape, k.shape, v.shape)
+    assert plan.block_q == shape[1] and plan.block_kv == kv[1]  # the one-block path
+    out = np.full((shape[0], shape[1], shape[2] * kv[3]), np.nan, np.float32)
+    blocked.run(q, k, v, out, plan, blocked.Scratch(plan), mask, causal, 1.0 / np.sqrt(shape[3]))
+    with np.errstate(invalid="ignore"):  # the reference's fully hidden rows: NaN
+        want = references.attention(q, k, v, mask, causal)
+    if causal and shape[1] > kv[1]:  # rows without a visible key: MNN's kernel gives 0, the reference NaN
+        hidden = shape[1] - kv[1]
+        assert not np.any(out[:, :hidden])
+        out, want = out[:, hidden:], want[:, hidden:]
+    np.testing.assert_allclose(out, want, rtol=2e-5, atol=2e-6)
+
+
+def test_one_block_attention_fully_hidden_query_is_zero_and_scratch_reuse_is_clean() -> None:
+    rng = np.random.default_rng(4)
+    q, k, v = (rng.standard_normal((1, 6, 2, 4)).astype(np.float32) for _ in range(3))
+    mask = np.zeros((1, 1, 6, 6), np.float32)
+    mask[:, :, 2] = -np.inf  # query 2 sees nothing
+    plan = blocked.plan(q.shape, k.shape, v.shape)
+    scratch = blocked.Scratch(plan, np.full(plan.scratch_bytes, 0xFF, np.uint8))  # NaN-filled arena chunk
+    out = np.empty((1, 6, 8), np.float32)
+    for _ in range(2):
+        blocked.run(q, k, v, out, plan, scratch, mask, False, 0.5)
+    assert not np.any(out[:, 2])
+    keep = [0, 1, 3, 4, 5]
+    with np.errstate(invalid="ignore"):
+        want = references.attention(q, k, v, mask, False)
+    np.testing.assert_allclose(out[:, keep], want[:, keep], rtol=1e-5, atol=1e-6)
