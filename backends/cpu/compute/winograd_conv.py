@@ -137,9 +137,12 @@ class WinogradKernel(Conv2DKernel):
         row_end = min(r1 * u, oh)
         stage = scratch["stage"][: u * u * t * ocp].reshape(nb, ocp // PACK, rb, u, tw, u, PACK)
         m_bias = None if bias_position is None else m[bias_position]
-        return _Block(windows[:, :, n0:n1, r0:r1], d, d.reshape(a, -1), e, e.reshape(a, a, -1), v, v_groups,
-                      m_groups, m_scatter, m.reshape(a, -1), m_bias, f, f.reshape(u, a, -1), y,
-                      y.reshape(u, u, t, ocp), tiles, (n0, n1, r0 * u, row_end), stage)
+        # The first pass of each transform contracts the leading axis of [alpha, alpha, T*C]: as one GEMM of N =
+        # alpha*T*C columns OpenBLAS takes 2-6x longer than as alpha GEMMs of T*C columns (M = 6 or 8 rows), so
+        # both sides are batched over the second axis (transposed views, no copies).
+        return _Block(windows[:, :, n0:n1, r0:r1], d, _by_columns(d, a), _by_columns(e, a), e.reshape(a, a, -1), v,
+                      v_groups, m_groups, m_scatter, _by_columns(m.reshape(a, -1), a), m_bias, _by_columns(f, a),
+                      f.reshape(u, a, -1), y, y.reshape(u, u, t, ocp), tiles, (n0, n1, r0 * u, row_end), stage)
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out`` (blocks, or the GEMM positions, spread over lanes)."""
@@ -190,6 +193,12 @@ class WinogradKernel(Conv2DKernel):
             copy_pixels(stage, b.tiles, _ORDER)
             nb, oc4, rb, _, tw, _, _ = stage.shape
             copy_pixels(dst, stage.reshape(nb, oc4, rb * u, tw * u, PACK)[:, :, : row1 - row0, :ow], (0, 1, 2, 3))
+
+
+def _by_columns(buf: np.ndarray, alpha: int) -> np.ndarray:
+    """``[R, alpha * K]`` scratch seen as ``[alpha, R, K]``: a stack of alpha BLAS-able matrices (strided rows)."""
+    rows = buf.shape[0]
+    return buf.reshape(rows, alpha, -1).transpose(1, 0, 2)
 
 
 def _bands(size: int, lanes: int) -> list[tuple[int, int]]:
