@@ -9,7 +9,8 @@ converted once per stage with `run_pipeline(skip=..., enable=OPT_IN)`; the stage
 
     base           the converter's generic passes only (every pass of FAMILIES skipped)
     +gelu/norm     GELU (erf, tanh), LayerNorm, RMSNorm, GroupNorm fusion
-    +transpose     split QKV before transposing, transpose cancellation (MatMul flags), hoist above split
+    +transpose     split QKV before transposing, split the fused QKV projection, transpose cancellation (MatMul
+                   flags), hoist above split
     +attention     fuse-attention (and its extended form: windowed / batched attention)
     +token-reorder Swin's window order carried through per-token ops
 
@@ -36,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 FAMILIES: list[tuple[str, set[str]]] = [
     ("+gelu/norm", {"fuse-gelu", "fuse-gelu-tanh", "fuse-layer-norm", "fuse-rms-norm", "fuse-group-norm"}),
-    ("+transpose", {"split-before-transpose", "transpose-cancellation", "hoist-transpose-above-split"}),
+    ("+transpose", {"split-before-transpose", "split-qkv", "transpose-cancellation", "hoist-transpose-above-split"}),
     ("+attention", {"fuse-attention", "fuse-attention-extended"}),
     ("+token-reorder", {"token-reorder"}),
 ]

@@ -29,6 +29,7 @@ from . import (
     remove_dead,
     remove_identity,
     split_before_transpose,
+    split_qkv,
     token_reorder,
     transpose,
 )
@@ -46,6 +47,7 @@ PIPELINE: list[tuple[str, Pass]] = [
     (fuse_group_norm.NAME, fuse_group_norm.apply),
     (remove_dead.NAME, remove_dead.apply),
     (split_before_transpose.NAME, split_before_transpose.apply),
+    (split_qkv.NAME, split_qkv.apply),
     (transpose.NAME, transpose.apply),
     (fuse_attention.NAME, fuse_attention.apply),
     (fuse_attention.EXTENDED_NAME, fuse_attention.apply_extended),

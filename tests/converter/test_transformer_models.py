@@ -17,6 +17,7 @@ from mnnpy.converter.frontends.onnx import load_onnx
 from mnnpy.converter.graph import Graph
 from mnnpy.converter.passes import (
     OPT_IN,
+    data_moves,
     fuse_attention,
     fuse_gelu_tanh,
     fuse_group_norm,
@@ -24,6 +25,7 @@ from mnnpy.converter.passes import (
     hoist_transpose_above_split,
     run_pipeline,
     split_before_transpose,
+    split_qkv,
     token_reorder,
 )
 from mnnpy.converter.writer import graph_to_net
@@ -40,7 +42,7 @@ onnx = pytest.importorskip("onnx")
 
 OP = fb.OpType
 NEW = {fuse_attention.NAME, fuse_attention.EXTENDED_NAME, fuse_gelu_tanh.NAME, fuse_group_norm.NAME,
-       fuse_rms_norm.NAME, split_before_transpose.NAME, hoist_transpose_above_split.NAME}
+       fuse_rms_norm.NAME, split_before_transpose.NAME, split_qkv.NAME, hoist_transpose_above_split.NAME}
 
 
 def optimise(graph: Graph, fused: bool, extended: bool = False) -> Graph:
@@ -109,19 +111,21 @@ def test_vit_attention_fused_and_transposes_gone(tmp_path: Path) -> None:
 def test_swin_blocks_window_attention(tmp_path: Path, unbind: str) -> None:
     """Window attention over a batch of windows with per-head relative position bias and the shifted-window mask:
     official MNN's Attention cannot run that (batch > 1, per-head mask), so the extended mode is used (mnnpy only).
-    The q/k/v transposes (split QKV before transposing) and the context transposes go, and token-reorder keeps the
-    residual stream in window order (the rolls go with the partitions): one reorder into block 1's windows, one
-    from block 1's to block 2's shifted windows, one back at the output. Fewer reorders are impossible while
-    Attention needs each window's tokens contiguous: every path input -> attention 1 -> attention 2 -> output
-    changes the order three times. Before: 8 Permutes, the rolls' 8 Slices and 4 Concats, and the q/k/v selections
-    (6 Gathers, or 2 Splits into 3); counting Permutes only: 8 -> 3."""
+    The fused QKV projection is split in three (split-qkv: no q/k/v selections), the q/k/v and context transposes
+    go into the Attention op, and token-reorder keeps the residual stream in window order (the rolls go with the
+    partitions): one reorder into block 1's windows, one from block 1's to block 2's shifted windows, one back at
+    the output. Fewer reorders are impossible while Attention needs each window's tokens contiguous: every path
+    input -> attention 1 -> attention 2 -> output changes the order three times. Before: 8 Permutes, the rolls'
+    8 Slices and 4 Concats, and the q/k/v selections (6 Gathers, or 2 Splits into 3): 26 -> 3; counting Permutes
+    only: 8 -> 3."""
     model, feeds = swin_blocks(unbind=unbind)
     before, after, graph = _check(model, feeds, tmp_path, extended=True, official=False)
     ops = [n.op_type for n in graph.nodes]
     assert ops.count(OP.Attention) == 2 and ops.count(OP.UnaryOp) == 2  # the tanh GELUs
     assert not any(op in (OP.Permute, OP.Transpose, OP.Raster) for op in ops)
     assert sum(token_reorder.token_gather(graph, n) for n in graph.nodes) == 3
-    assert before == 26 and after == 9  # 3 reorders and 6 q/k/v selections
+    assert all(token_reorder.token_gather(graph, n) for n in data_moves.moves(graph))  # rolls gone, QKV split
+    assert before == 26 and after == 3 and after <= before / 4
 
 
 @pytest.mark.parametrize("unbind", ["gather", "split"])
@@ -131,7 +135,7 @@ def test_swin_classifier_moves_quartered(tmp_path: Path, unbind: str) -> None:
     model, feeds = swin_blocks(unbind=unbind, classes=10)
     before, after, graph = _check(model, feeds, tmp_path, extended=True, official=False)
     assert [n.op_type for n in graph.nodes].count(OP.Attention) == 2
-    assert before == 26 and after == 8  # 2 reorders and 6 q/k/v selections
+    assert before == 26 and after == 2 and after <= before / 4
 
 
 def test_group_norm_swish_end_to_end(tmp_path: Path) -> None:

@@ -330,8 +330,8 @@ def test_hoist_merges_split_transposes_that_attention_did_not_absorb() -> None:
 def test_pipeline_order_and_opt_in_passes() -> None:
     names = [name for name, _ in PIPELINE]
     order = ["fuse-gelu", "fuse-gelu-tanh", "fuse-layer-norm", "fuse-rms-norm", "fuse-group-norm", "remove-dead",
-             "split-before-transpose", "transpose-cancellation", "fuse-attention", "fuse-attention-extended",
-             "hoist-transpose-above-split", "token-reorder", "matmul-to-conv"]
+             "split-before-transpose", "split-qkv", "transpose-cancellation", "fuse-attention",
+             "fuse-attention-extended", "hoist-transpose-above-split", "token-reorder", "matmul-to-conv"]
     assert [names.index(n) for n in order] == sorted(names.index(n) for n in order)
     assert {"fuse-group-norm", "fuse-attention-extended", "token-reorder"} == OPT_IN
     graph = _attention_graph(batch=2)
