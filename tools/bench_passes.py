@@ -55,6 +55,8 @@ def models(small: bool) -> dict[str, Callable[[Path], Any]]:
     import onnx
 
     bench = _module("bench_models", ROOT / "tools" / "bench_models.py")
+    if str(ROOT / "tests") not in sys.path:  # transformer_models imports the tests' support package
+        sys.path.insert(0, str(ROOT / "tests"))
     swin = _module("transformer_models", ROOT / "tests" / "converter" / "transformer_models.py")
     bert_sizes = {"seq": 32, "dim": 64, "heads": 2} if small else {}
     vit_sizes = {"size": 64, "dim": 48, "layers": 4} if small else {}
