@@ -83,6 +83,12 @@ class Execution(ABC):
         commands reuse (`scratch_ref`). 0: none (MNN: an execution's onResize acquiring and releasing a buffer)."""
         return 0
 
+    def alias_input(self) -> int | None:
+        """The input position whose bytes this command's one output repeats unchanged (same dtype, same size: a
+        byte-for-byte copy, decided from the descriptors before memory is planned). The schedule may then bind the
+        output as a view of that input's memory and drop the command (`Scheduler.plan`). None: it needs its own."""
+        return None
+
     @abstractmethod
     def on_execute(self) -> None:
         """Compute the outputs into their bound arrays. Must not allocate arena memory or plan."""

@@ -92,3 +92,13 @@ def view(buf: np.ndarray, base: int, chunk: Chunk, dtype: np.dtype, shape: tuple
     """A typed, shaped view of a planned chunk."""
     n = int(np.prod(shape)) * np.dtype(dtype).itemsize
     return buf[base + chunk.offset: base + chunk.offset + n].view(dtype).reshape(shape)
+
+
+def alias_view(src: np.ndarray, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    """The bytes of a bound tensor array seen as another tensor of the same size (an aliased byte-identical copy)."""
+    if not src.flags.c_contiguous:
+        raise ValueError(f"cannot alias a non-contiguous array of shape {src.shape}")
+    out = src.reshape(-1).view(np.uint8).view(dtype)
+    if out.size != int(np.prod(shape)):
+        raise ValueError(f"cannot alias {src.shape} {src.dtype} as {shape} {np.dtype(dtype)}: sizes differ")
+    return out.reshape(shape)

@@ -13,6 +13,7 @@ from mnnpy.core.backend import Backend, Execution, StorageType, TensorRef
 from mnnpy.core.geometry._regions import full_copy
 from mnnpy.core.ir import NC4HW4, Command, TensorDesc
 from mnnpy.core.layout import pack_value
+from mnnpy.core.memory import alias_view
 from mnnpy.core.pipeline import RASTER, Graph, RasterSpec, UnsupportedOp, op_type_name
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.errors import ModelError
@@ -41,7 +42,8 @@ class Scheduler:
         self.backup = backup
         self.refs: dict[int, TensorRef] = {}
         self.owner: dict[int, Backend] = {}
-        self.commands: list[Command] = []
+        self.commands: list[Command] = []  # the run list (after `plan`: without the aliased copies)
+        self.listed: list[Command] = []  # every scheduled command, aliased copies included (set by `plan`)
         self._converted: dict[tuple[int, str], int] = {}
         self._copies: dict[tuple[int, str], tuple[int, Command]] = {}
 
@@ -157,16 +159,47 @@ class Scheduler:
         execution.scratch_ref = ref
         return ref
 
+    def _aliases(self, pinned: set[int]) -> dict[int, int]:
+        """Outputs of byte-identical copies (`Execution.alias_input`) -> the tensor whose memory they share.
+
+        Legal when both tensors live on the copying backend with the same dtype and size, neither is a constant, and
+        neither (nor the memory's first owner) is a graph input, output or saved tensor: those the user reads or
+        writes between runs, so they keep their own bytes. Every tensor has one producer that runs before its
+        readers and no kernel writes its inputs, so the shared bytes are written once (by the first owner's
+        producer) and only read while any of the tensors lives; their lifetimes are merged below."""
+        root: dict[int, int] = {}
+        for cmd in self.commands:
+            execution = cmd.execution
+            pos = execution.alias_input() if execution is not None and len(cmd.outputs) == 1 else None
+            if pos is None:
+                continue
+            src, dst = cmd.inputs[pos], cmd.outputs[0]
+            base = root.get(src, src)
+            a, b = self.ref(src), self.ref(dst)
+            same_place = self.owner.get(src) is execution.backend and self.owner.get(dst) is execution.backend
+            if a.const or b.const or {src, dst, base} & pinned or a.desc.dtype != b.desc.dtype or \
+                    a.desc.nbytes != b.desc.nbytes or not same_place:
+                continue
+            root[dst] = base
+        return root
+
     def plan(self, inputs: Sequence[int], keep: set[int]) -> None:
-        """Reference-count lifetimes over command order, acquire/release in the backends, bind, on_resize."""
+        """Reference-count lifetimes over command order, acquire/release in the backends, bind, on_resize.
+
+        Commands whose output can share its input's bytes (`_aliases`) are dropped from the run list (kept in
+        `listed` for `session.info()`); the shared memory lives until the last reader of any of the tensors."""
         backends = [self.main] if self.main is self.backup else [self.main, self.backup]
         for b in backends:
             b.on_resize_begin()
+        pinned = set(inputs) | keep
+        alias = self._aliases(pinned)
+        self.listed = list(self.commands)
+        self.commands = [c for c in self.commands if not (len(c.outputs) == 1 and c.outputs[0] in alias)]
         uses: dict[int, int] = {}
         for cmd in self.commands:
             for i in cmd.inputs:
+                i = alias.get(i, i)
                 uses[i] = uses.get(i, 0) + 1
-        pinned = set(inputs) | keep
         for i in inputs:
             if not self.ref(i).const:  # inputs whose values shapes depend on are folded constants
                 self.main.on_acquire(self.refs[i], StorageType.DYNAMIC_SEPARATE)
@@ -178,6 +211,7 @@ class Scheduler:
                     self.owner[o].on_acquire(r, kind)
             scratch = self._scratch(cmd, k)
             for i in cmd.inputs:
+                i = alias.get(i, i)
                 uses[i] -= 1
                 r = self.refs[i]
                 if uses[i] == 0 and not r.const and i not in pinned:
@@ -186,6 +220,12 @@ class Scheduler:
                 cmd.execution.backend.on_release(scratch, StorageType.DYNAMIC)
         for b in backends:
             b.on_resize_end()
+        for cmd in self.listed:
+            base = alias.get(cmd.outputs[0]) if len(cmd.outputs) == 1 else None
+            if base is not None:
+                ref = self.refs[cmd.outputs[0]]
+                ref.array = alias_view(self.refs[base].array, ref.desc.dtype, ref.desc.physical_shape)
+                cmd.info = {"backend": cmd.backend, "algorithm": "alias", "alias_of": self.g.names[base]}
         for cmd in self.commands:
             try:
                 cmd.execution.on_resize()

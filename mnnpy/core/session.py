@@ -152,6 +152,7 @@ class Session:
         for i in graph.outputs:
             sched.ref(i)
         sched.plan(graph.inputs, set(graph.outputs) | self.save)
+        self.commands = sched.commands  # aliased byte-identical copies dropped (see Scheduler.plan)
         self.graph = graph
         self.refs = sched.refs
         self.scheduler = sched
@@ -279,11 +280,12 @@ class Session:
         for ref in self.refs.values():
             if not ref.const:
                 ref.array = None  # views into the arena: drop them so the arena is freed now
-        for cmd in [*self.commands, *(self.graph.commands if self.graph is not None else [])]:
+        listed = self.scheduler.listed if self.graph is not None else []
+        for cmd in [*self.commands, *listed, *(self.graph.commands if self.graph is not None else [])]:
             cmd.execution = None
         self.commands = []
         if self.graph is not None:
-            self.scheduler.commands = []
+            self.scheduler.commands = self.scheduler.listed = []
         self.released = True
 
     # *** introspection ***
@@ -298,10 +300,11 @@ class Session:
         if self.graph is None:
             return {"backend": self.main.name, "commands": [], "memory": {}, "folded_ops": 0, "resize_seconds": 0.0}
         cmds = []
-        for c in self.commands:
+        for c in self.scheduler.listed:  # aliased copies too (algorithm "alias"), in schedule order
             outs = [f"{self.graph.desc(o).shape}:{self.graph.desc(o).fmt}" for o in c.outputs]
             cmds.append({"name": c.name, "type": "Raster" if c.op_type == RASTER else op_type_name(c.op_type),
                          **c.info, "outputs": outs})
-        mem = {**self.main.memory_info(), "commands": len(self.commands)}
+        mem = {**self.main.memory_info(), "commands": len(self.commands),
+               "aliased": len(self.scheduler.listed) - len(self.commands)}
         return {"backend": self.main.name, "commands": cmds, "memory": mem, "folded_ops": self.graph.folded,
                 "resize_seconds": self.resize_time}

@@ -33,21 +33,35 @@ def _same_bytes(packed_shape: tuple[int, ...]) -> bool:
 class Raster(CPUExecution):
     """Copies regions; layout conversions NCHW<->NC4HW4 of a whole tensor take the packed fast path."""
 
+    def _mode(self) -> str:
+        """copy (one flat copy), pack / unpack (a whole-tensor layout change) or regions, from the descriptors."""
+        if len(self.inputs) != 1 or not _identity(self.op, self.y.desc.size):
+            return "regions"
+        x, y = self.inputs[0].desc, self.y.desc
+        if x.size != y.size or NHWC in (x.fmt, y.fmt):
+            return "regions"
+        if x.fmt == y.fmt and (x.fmt != NC4HW4 or x.shape == y.shape):
+            return "copy"
+        if all(_same_bytes(d.shape) for d in (x, y) if d.fmt == NC4HW4):
+            return "copy"  # NC4HW4 [N, C, 1, 1] with C % 4 == 0 is the row-major [N, C] matrix
+        if x.fmt != NC4HW4 and y.fmt == NC4HW4:
+            return "pack"
+        if x.fmt == NC4HW4 and y.fmt != NC4HW4:  # convert, possibly followed by a reshape: same logical order
+            return "unpack"
+        return "regions"
+
+    def alias_input(self) -> int | None:
+        """A flat copy of one input of the same dtype repeats its bytes: the schedule may share them (MatMuls
+        converted to 1x1 convolutions are wrapped in such NCHW <-> NC4HW4 [N, C%4==0, 1, 1] copies)."""
+        if self._mode() != "copy":
+            return None
+        x, y = self.inputs[0].desc, self.y.desc
+        return 0 if x.dtype == y.dtype and x.nbytes == y.nbytes else None
+
     def on_resize(self) -> None:
         spec = self.op
         y = self.y
-        self.mode = "regions"
-        if _identity(spec, y.desc.size) and len(self.inputs) == 1 and self.x.desc.size == y.desc.size \
-                and NHWC not in (self.x.desc.fmt, y.desc.fmt):
-            xf, yf = self.x.desc.fmt, y.desc.fmt
-            if xf == yf and (xf != NC4HW4 or self.x.desc.shape == y.desc.shape):
-                self.mode = "copy"
-            elif all(_same_bytes(r.desc.shape) for r in (self.x, y) if r.desc.fmt == NC4HW4):
-                self.mode = "copy"  # NC4HW4 [N, C, 1, 1] with C % 4 == 0 is the row-major [N, C] matrix
-            elif xf != NC4HW4 and yf == NC4HW4:
-                self.mode = "pack"
-            elif xf == NC4HW4 and yf != NC4HW4:  # convert, possibly followed by a reshape: same logical order
-                self.mode = "unpack"
+        self.mode = self._mode()
         self.algorithm = f"raster-{self.mode}"
         if self.mode != "regions":
             return
