@@ -1,0 +1,72 @@
+"""Convolution paths rewritten for speed (issue 5) against a float64 direct convolution: the unpadded im2col with
+the bias folded into the GEMM (image stems), the NC4HW4 -> C-channel NHWC copy it uses, and Winograd blocks whose
+transforms run as column bands."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mnnpy.backends.cpu.compute import im2col, winograd_conv
+from mnnpy.backends.cpu.compute.common import copy_channels
+from mnnpy.backends.cpu.compute.conv import conv2d_params
+from mnnpy.backends.cpu.compute.nc4hw4 import pack_nc4hw4
+from support.models import make_conv
+
+sys.path.insert(0, str(Path(__file__).parent / "compute"))
+from helpers import assert_close, reference_conv, run_kernel
+
+CONV = 12
+
+
+def _check(conv: object, x_shape: tuple[int, ...], force: str, threads: int = 1, seed: int = 0) -> object:
+    x = np.random.default_rng(seed).standard_normal(x_shape).astype(np.float32)
+    got, kernel = run_kernel(conv, CONV, x, force=force, threads=threads)
+    ref = reference_conv(x.astype(np.float64), conv, conv2d_params(conv, CONV, x_shape))
+    assert_close(got, ref, rtol=2e-5)
+    return kernel
+
+
+@pytest.mark.parametrize("channels", [1, 3, 5, 7, 9])
+def test_copy_channels_drops_padded_lanes(channels: int) -> None:
+    x = np.random.default_rng(channels).standard_normal((2, channels, 5, 6)).astype(np.float32)
+    packed = pack_nc4hw4(x)
+    packed[:, -1, ..., channels % 4 or 4:] = 7.0  # garbage in the padded lanes must not leak
+    buf = np.full((2, 9, 10, channels), -1.0, np.float32)
+    copy_channels(buf[:, 2:7, 1:7], packed)
+    np.testing.assert_array_equal(buf[:, 2:7, 1:7], x.transpose(0, 2, 3, 1))
+    assert (buf[:, :2] == -1).all() and (buf[:, 7:] == -1).all() and (buf[:, :, 0] == -1).all()
+
+
+@pytest.mark.parametrize(("ic", "oc", "k", "stride", "pads", "relu", "relu6", "x_shape", "threads", "tile"),
+                         [(3, 64, 7, 2, 3, True, False, (1, 3, 40, 36), 1, 4096),
+                          (3, 13, 7, 2, 3, False, True, (2, 3, 23, 29), 2, 2000),
+                          (5, 10, 3, 1, 1, False, False, (1, 5, 12, 11), 2, 1 << 20),
+                          (7, 6, 5, 3, 0, True, False, (2, 7, 17, 16), 1, 1 << 20)])
+def test_im2col_unpadded_channels_fold_bias(monkeypatch: pytest.MonkeyPatch, ic: int, oc: int, k: int, stride: int,
+                                            pads: int, relu: bool, relu6: bool, x_shape: tuple[int, ...],
+                                            threads: int, tile: int) -> None:
+    monkeypatch.setattr(im2col, "TILE_BYTES", tile)  # several tiles, claimed by one or two lanes
+    conv = make_conv(ic, oc, (k, k), stride=(stride, stride), pads=(pads,) * 4, relu=relu, relu6=relu6, seed=ic)
+    conv.bias = (np.asarray(conv.bias) * 10).astype(np.float32)  # a bias that matters against the taps
+    kernel = _check(conv, x_shape, "im2col", threads)
+    assert kernel.fold_bias and kernel.weight.shape[0] == k * k * ic + 1
+    assert len(kernel.steps) > 1 or tile == 1 << 20
+
+
+def test_im2col_padded_channels_keep_bias_pass() -> None:
+    kernel = _check(make_conv(8, 12, (3, 3), stride=(2, 2), pads=(1, 1, 1, 1), relu=True), (1, 8, 9, 9), "im2col")
+    assert not kernel.fold_bias and kernel.weight.shape[0] == 9 * 8
+
+
+@pytest.mark.parametrize(("unit", "channels", "hw", "block_bytes", "threads"),
+                         [(6, 16, (26, 25), 20000, 1), (4, 12, (17, 20), 30000, 2), (2, 20, (9, 7), 1, 1),
+                          (6, 8, (13, 13), 1 << 21, 1)])
+def test_winograd_column_band_transforms(monkeypatch: pytest.MonkeyPatch, unit: int, channels: int,
+                                         hw: tuple[int, int], block_bytes: int, threads: int) -> None:
+    monkeypatch.setattr(winograd_conv, "BLOCK_BYTES", block_bytes)
+    conv = make_conv(channels, channels + 4, (3, 3), pads=(1, 1, 1, 1), relu=True, seed=unit)
+    kernel = _check(conv, (1, channels, *hw), f"winograd:{unit}", threads)
+    assert kernel.plan.unit == unit
