@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 from mnnpy.converter.frontends.onnx import load_onnx
-from mnnpy.converter.passes import OPT_IN, run_pipeline, token_reorder
+from mnnpy.converter.passes import OPT_IN, data_moves, run_pipeline, token_reorder
 from mnnpy.converter.writer import graph_to_net
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema import save_net
@@ -138,7 +138,7 @@ def test_torch_swin_stage(tmp_path: Path, name: str, moves_after: int) -> None:
     assert rel_diff(run_mnnpy(path, feeds, ["y"])[0], run_ort(model, feeds)[0]) <= 1e-4
     assert [n.op_type for n in after.nodes].count(fb.OpType.Attention) == 2
     assert token_reorder.count_moves(before) == 26 and token_reorder.count_moves(after) == moves_after
-    assert moves_after <= 26 / 4
+    assert moves_after <= 26 / 4 and all(token_reorder.token_gather(after, n) for n in data_moves.moves(after))
 
 
 if __name__ == "__main__":
