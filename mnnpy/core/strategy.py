@@ -4,10 +4,11 @@
 F(u, k), im2col GEMM, the depthwise kernel and the deconvolution kernel. It needs no arrays, so the session can
 call it at resize time and report the costs it compared (``session.info()``).
 
-One departure from MNN, measured: Winograd and im2col costs both include the weights streamed per run
-(``weight_traffic``), which MNN's flop-only rate leaves out; numpy reads alpha² x ic x oc transformed weights from
-memory every run, which makes small units (or im2col) win on deep layers with few pixels. Likewise a Strassen level
-must also pass ``strassen_pays`` (saved BLAS flops vs numpy's addition passes), so it is kept for very large GEMMs.
+Departures from MNN, measured: Winograd and im2col are compared by a numpy time model (``winograd_time``,
+``im2col_cost``) instead of MNN's flop rate: GEMMs of few rows run below the BLAS peak (``gemm_cost``), each numpy
+pass costs per float moved (MNN's 2 alpha³ transform flops undercount those passes ~8x here), and the weights are
+streamed per run (``weight_traffic``), which makes small units (or im2col) win on deep layers with few pixels.
+A Strassen level must also pass ``strassen_pays`` (saved BLAS flops vs numpy's addition passes).
 
 Winograd memory (issue 12): each candidate unit's footprint, transformed weights (alpha² x ic x oc: 1.8x / 4x /
 7.1x the k² x ic x oc weights for F(2,3) / F(4,3) / F(6,3)) plus the intermediates the kernel allocates (the padded
@@ -25,17 +26,19 @@ from typing import NamedTuple, Protocol
 ALGORITHMS = ("gemm1x1", "strassen", "winograd", "im2col", "depthwise", "deconv")
 WINOGRAD_ALPHAS = (4, 6, 8)  # alpha = u + k - 1 values with MNN destination-transform kernels
 WINOGRAD_MAX_FORCED_ALPHA = 10  # forcing may go beyond MNN's set; numerical error grows with alpha
-# Cost units (flop-like) per transformed weight element the kernel streams in per run. numpy's GEMMs read the
-# alpha² x ic x oc Winograd weights (vs k² x ic x oc for im2col) from memory each run; at ~80 GFLOP/s and a few
-# GB/s of DRAM bandwidth one float read costs ~25 flops. Measured (1 thread, tools/bench_models ResNet-18 shapes,
-# min of 9 runs): 512ch 7x7 F(2,3) 2.3 ms < F(4,3) 3.0 < im2col 3.2; 64ch 56x56 F(4,3) 1.5 < F(6,3) 1.9 (MNN's
-# flop-only rate picks F(4,3) and F(6,3) there); UNet 64ch 256x256 keeps F(6,3).
+# Cost units per weight element streamed per run: alpha² x ic x oc for Winograd vs k² x ic x oc for im2col (one
+# float from memory ~25 flops of BLAS time).
 WINOGRAD_WEIGHT_COST = 25.0
-# Cost units per byte of footprint (transformed weights + intermediates), held for the session's life: cache and
-# TLB pressure and first-touch page faults. ~1/25 of a streamed weight's cost per byte (``WINOGRAD_WEIGHT_COST``
-# counts the per-run read of the weights; this counts holding them), so by default it only separates units whose
-# time costs are within a few percent; the hard budget is ``memory_limit``. Measured choices on the benchmark
-# models (tools/bench_models.py) are unchanged by it.
+# GEMMs of M rows run at ~peak * M / (M + GEMM_HALF_ROWS) (OpenBLAS AVX-512, 1 thread, N = K = 512, GFLOP/s: M = 16
+# 82, 49 155, 100 181, 196 196, 400 204); a numpy pass costs PASS_FLOAT_COST per float moved (~14 G floats/s in
+# cache). Per-layer check (1 thread, ms): 64ch 56² F(4,3) 1.17 < F(6,3) 1.36 < F(2,3) 1.94; 128ch 28² F(4,3) 0.95
+# < F(6,3) 1.03; 256ch 14² F(2,3) 1.13 < F(4,3) 1.42 < im2col 1.53; 512ch 7² im2col 1.98 < F(2,3) 2.13; UNet 64ch
+# 256² F(6,3) 18.3 < F(4,3) 21.2: the model orders them all the same way (the flop rate took F(2,3) at 512ch 7²).
+GEMM_HALF_ROWS = 20.0
+PASS_FLOAT_COST = 15.0
+IM2COL_TILE_BYTES = 1 << 20  # im2col column tile (~L2): ResNet-18 stem 2.56 (4 MB) -> 2.46 ms, strided 3x3 same
+# Cost units per byte of footprint (transformed weights + intermediates) held for the session's life (cache/TLB
+# pressure, first-touch faults): a tiebreaker between units within a few percent; the hard budget is memory_limit.
 WINOGRAD_MEMORY_COST = 1.0
 WINOGRAD_BLOCK_BYTES = 2 << 20  # target scratch of one block of tiles (the kernel's blocking; in L2/L3 cache)
 # Per lane: waking a sleeping lane thread (and its vCPU) costs ~0.1 ms, so each lane gets >= ~0.25 ms of work.
@@ -155,6 +158,42 @@ def winograd_cost(ic: int, oc: int, oh: int, ow: int, k: int, unit: int) -> floa
     return float((2 * a * a * a * ic + 2 * a * a * ic * oc + (a + unit) * unit * 2 * a * oc) * tiles)
 
 
+def gemm_cost(flops: float, rows: float) -> float:
+    """Time cost of GEMMs of ``flops`` made in calls of ``rows`` rows (few rows: below the BLAS peak)."""
+    return flops * (1.0 + GEMM_HALF_ROWS / max(rows, 1.0))
+
+
+def im2col_cost(params: ConvShape, in_shape: tuple[int, ...], out_hw: tuple[int, int]) -> float:
+    """Time cost of ``backends/cpu/compute/im2col``: GEMMs over its tiles of rows, its passes, streamed weights."""
+    (kh, kw), g = params.kernel, params.group
+    icg, ocg = params.in_channels // g, params.out_channels // g
+    n, _, h, w = in_shape
+    pixels = n * out_hw[0] * out_hw[1]
+    cp, ocp = (PACK * math.ceil(c / PACK) for c in (params.in_channels, params.out_channels))
+    k_len = kh * kw * (cp if g == 1 else icg)
+    tiles = output_tiles(n, out_hw[0], g * out_hw[1] * k_len * 4, IM2COL_TILE_BYTES)
+    floats = 2 * n * h * w * cp + 2 * pixels * k_len * g + 6 * pixels * ocp
+    flops = 2.0 * pixels * icg * ocg * kh * kw * g
+    return gemm_cost(flops, pixels / len(tiles)) + PASS_FLOAT_COST * floats + weight_traffic(icg, ocg, kh * kw) * g
+
+
+def winograd_time(ic: int, oc: int, in_shape: tuple[int, ...], out_hw: tuple[int, int], k: int, unit: int,
+                  group: int = 1, threads: int = 1) -> float:
+    """Time cost of ``WinogradKernel`` F(unit, k) without the weights: the alpha² GEMMs over its blocks of tiles
+    and its passes (input copy; gather, Bᵀ, B over alpha² x Cp; Aᵀ, A, bias/clamp and store over OCp per tile)."""
+    a = unit + k - 1
+    n, _, h, w = in_shape
+    cp, ocp = PACK * math.ceil(ic / PACK), PACK * math.ceil(oc / PACK)
+    th, tw = math.ceil(out_hw[0] / unit), math.ceil(out_hw[1] / unit)
+    lanes = lane_count(threads, 2.0 * n * out_hw[0] * out_hw[1] * oc * (ic // group) * k * k)
+    blocks, _, _ = winograd_layout(n, (th, tw), a, cp, ocp, ic * oc // group, lanes)
+    tiles = n * th * tw
+    stage = 2 * unit * unit if out_hw[0] % unit or out_hw[1] % unit else 0
+    floats = 2 * n * h * w * cp + tiles * (6 * a * a * cp + (a * a + 2 * unit * a + 5 * unit * unit + stage) * ocp)
+    flops = 2.0 * a * a * tiles * ic * oc / group
+    return gemm_cost(flops, tiles / len(blocks)) + PASS_FLOAT_COST * floats
+
+
 def weight_traffic(ic: int, oc: int, taps: int) -> float:
     """Cost of streaming ``taps`` x ic x oc weights once per run (``WINOGRAD_WEIGHT_COST`` per element)."""
     return WINOGRAD_WEIGHT_COST * taps * ic * oc
@@ -272,7 +311,7 @@ def plan_conv2d(params: ConvShape, in_shape: tuple[int, ...], threads: int = 1, 
     oh, ow = _out_hw(params, in_shape, pads)
     icg, ocg = ic // g, oc // g
     origin = float(ow * oh * 2 * icg * ocg * kh * kw * g)
-    costs: dict[str, float] = {"direct": origin + weight_traffic(icg, ocg, kh * kw) * g, "direct:flops": origin}
+    costs: dict[str, float] = {"direct": im2col_cost(params, in_shape, (oh, ow)), "direct:flops": origin}
     if memory_limit is not None:
         costs["memory_limit"] = float(memory_limit)
     depthwise_ok = g == ic == oc and (g > 1 or (kh, kw) != (1, 1))  # 1 channel: direct taps beat GEMMs
@@ -306,9 +345,10 @@ def _plan_winograd(params: ConvShape, in_shape: tuple[int, ...], out_hw: tuple[i
         flops = winograd_cost(icg, ocg, *out_hw, k, u) * g
         mem = winograd_memory(params.in_channels, params.out_channels, in_shape, out_hw, k, u, g, threads,
                               getattr(params, "pads", (0, 0, 0, 0)))
-        cost = flops + weight_traffic(icg, ocg, (u + k - 1) ** 2) * g + WINOGRAD_MEMORY_COST * mem.total
-        costs.update({f"winograd:{u}": cost, f"winograd:{u}:flops": flops, f"winograd:{u}:bytes": float(mem.total),
-                      f"winograd:{u}:weight_bytes": float(mem.weights)})
+        time = winograd_time(params.in_channels, params.out_channels, in_shape, out_hw, k, u, g, threads)
+        cost = time + weight_traffic(icg, ocg, (u + k - 1) ** 2) * g + WINOGRAD_MEMORY_COST * mem.total
+        costs.update({f"winograd:{u}": cost, f"winograd:{u}:flops": flops, f"winograd:{u}:time": time,
+                      f"winograd:{u}:bytes": float(mem.total), f"winograd:{u}:weight_bytes": float(mem.weights)})
         if memory_limit is not None and mem.total > memory_limit:
             over.append(u)
             continue
@@ -343,7 +383,8 @@ def _forced(force: str, params: ConvShape, in_shape: tuple[int, ...], costs: dic
         if not arg:
             units = winograd_units(k, *out_hw) or [2]
             ic, oc = params.in_channels, params.out_channels
-            totals = {u: winograd_cost(ic, oc, *out_hw, k, u) + weight_traffic(ic, oc, (u + k - 1) ** 2) for u in units}
+            totals = {u: winograd_time(ic, oc, in_shape, out_hw, k, u, params.group, threads)
+                      + weight_traffic(ic, oc, (u + k - 1) ** 2) / params.group for u in units}
             unit = min(units, key=totals.__getitem__)
         elif arg.isdigit():
             unit = int(arg)

@@ -22,12 +22,12 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from mnnpy.core.strategy import ConvPlan, output_tiles
+from mnnpy.core.strategy import IM2COL_TILE_BYTES, ConvPlan, output_tiles
 
 from .blas import lane_count, run_lanes
 from .common import COUNTERS, PACK, Conv2DKernel, Conv2DParams, ceil4, copy_channels, copy_pixels, nhwc_view
 
-TILE_BYTES = 1 << 20  # ~L2: ResNet-18 stem 2.56 (4 MB) -> 2.46 ms, its strided 3x3 layers unchanged (A/B, 1 thread)
+TILE_BYTES = IM2COL_TILE_BYTES  # the strategy costs the tiles it makes
 
 
 class Im2ColKernel(Conv2DKernel):

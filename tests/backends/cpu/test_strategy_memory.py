@@ -35,13 +35,13 @@ def test_weight_expansion_ratios() -> None:
 def test_memory_term_is_in_the_cost() -> None:
     plan = _plan(256, 256, 28)
     for u in (2, 4):
-        time_cost = plan.costs[f"winograd:{u}:flops"] + 25.0 * (u + 2) ** 2 * 256 * 256
+        time_cost = plan.costs[f"winograd:{u}:time"] + 25.0 * (u + 2) ** 2 * 256 * 256
         assert plan.costs[f"winograd:{u}"] == pytest.approx(time_cost + WINOGRAD_MEMORY_COST
                                                             * plan.costs[f"winograd:{u}:bytes"])
     assert plan.memory_bytes == plan.costs[f"winograd:{plan.unit}:bytes"]
 
 
-@pytest.mark.parametrize(("hw", "unit", "smaller"), [(28, 4, 2), (56, 6, 4)])
+@pytest.mark.parametrize(("hw", "unit", "smaller"), [(28, 4, 2), (56, 4, 2)])  # 256ch 56²: F(4,3) 11.2 ms < F(6,3) 13.8
 def test_tight_budget_picks_a_smaller_tile(hw: int, unit: int, smaller: int) -> None:
     free = _plan(256, 256, hw)
     assert (free.algorithm, free.unit) == ("winograd", unit)

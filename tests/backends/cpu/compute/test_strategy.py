@@ -7,12 +7,15 @@ from mnnpy.backends.cpu.compute.common import Conv2DParams
 
 from mnnpy.core.strategy import (
     WINOGRAD_MEMORY_COST,
+    gemm_cost,
+    im2col_cost,
     numpy_strassen_depth,
     plan_conv2d,
     strassen_depth,
     strassen_should_recurse,
     weight_traffic,
     winograd_cost,
+    winograd_time,
     winograd_units,
 )
 
@@ -88,12 +91,26 @@ def test_strassen_rule() -> None:
 
 
 def test_weight_traffic_prefers_small_units_on_deep_layers() -> None:
+    # 512ch 7x7 (ResNet-18's last stage): F(2,3) streams 16/9 of the weights in GEMMs of 16 rows; im2col (49 rows)
+    # measured 1.98 vs 2.13 ms (1 thread), and MNN's flop-only rate would even take F(4,3) (3.9 ms)
     plan = plan_conv2d(params(3, ic=512, oc=512), (1, 512, 7, 7))
-    assert plan.algorithm == "winograd" and plan.unit == 2
+    assert plan.algorithm == "im2col"
+    assert plan.costs["winograd:2"] < plan.costs["winograd:4"] < plan.costs["winograd:6"]
     flop_only = {u: plan.costs["direct:flops"] / plan.costs[f"winograd:{u}:flops"] for u in (2, 4)}
-    assert max(flop_only, key=flop_only.get) == 4  # MNN's flop-only rate would take F(4,3)
+    assert max(flop_only, key=flop_only.get) == 4
     memory = WINOGRAD_MEMORY_COST * plan.costs["winograd:4:bytes"]  # footprint term (issue 12)
-    assert plan.costs["winograd:4"] - plan.costs["winograd:4:flops"] == pytest.approx(weight_traffic(512, 512, 36)
-                                                                                      + memory)
+    assert plan.costs["winograd:4"] - plan.costs["winograd:4:time"] == pytest.approx(weight_traffic(512, 512, 36)
+                                                                                     + memory)
+    assert plan_conv2d(params(3, ic=256, oc=256), (1, 256, 14, 14)).unit == 2  # 1.13 ms vs F(4,3) 1.42
     assert plan_conv2d(params(3), (1, 64, 256, 256)).unit == 6  # big images keep the big tile
     assert plan_conv2d(params(3), (1, 64, 56, 56)).unit == 4
+
+
+def test_time_model_counts_short_gemms_and_passes() -> None:
+    assert gemm_cost(1e6, 20) == pytest.approx(2e6) and gemm_cost(1e6, 1e9) == pytest.approx(1e6)
+    plan = plan_conv2d(params(3, ic=64, oc=64), (1, 64, 56, 56))
+    for u in (2, 4, 6):  # the passes over the tiles, not MNN's transform flops, dominate the Winograd overhead
+        gemm = 2.0 * (u + 2) ** 2 * (56 // u + (56 % u > 0)) ** 2 * 64 * 64
+        assert plan.costs[f"winograd:{u}:time"] > 1.5 * gemm
+        assert plan.costs[f"winograd:{u}:time"] == winograd_time(64, 64, (1, 64, 56, 56), (56, 56), 3, u)
+    assert plan.costs["direct"] == im2col_cost(params(3), (1, 64, 56, 56), (56, 56))
