@@ -58,6 +58,11 @@ class Im2ColKernel(Conv2DKernel):
         self.y = np.zeros((n, oh, ow, ocp), dtype=np.float32)
         lanes = lane_count(plan.threads, 2.0 * n * oh * ow * k_len * on * g)
         tiles = output_tiles(n, oh, g * ow * k_len * 4, TILE_BYTES)
+        # Weight-heavy (deep layers, few pixels: ResNet-18's 512ch 7x7): the lanes split the output channels of the
+        # one tile, so each streams only its share of the weights (row halves would each stream all of them).
+        self.bands = _bands(ocp, lanes) if lanes > 1 and g == 1 and len(tiles) == 1 and ocp > n * oh * ow else None
+        if self.bands is not None:
+            lanes = 1
         if len(tiles) < lanes:  # smaller tiles, so that every lane has one
             tiles = output_tiles(n, oh, g * ow * k_len * 4, max(1, n * oh * g * ow * k_len * 4 // lanes))
         biggest = max((n1 - n0) * (r1 - r0) * ow for n0, n1, r0, r1 in tiles)
@@ -97,6 +102,10 @@ class Im2ColKernel(Conv2DKernel):
         else:
             copy_pixels(self.interior, x, (0, 2, 3, 1))  # one hand-off per run: waking a lane costs ~0.1 ms on a VM
         claim = itertools.count().__next__  # atomic under the GIL
+        if self.bands is not None:
+            np.copyto(self.steps[0][0], self.steps[0][1])
+            run_lanes([partial(self._run_band, c0, c1, out) for c0, c1 in self.bands], self.plan.threads)
+            return
         if len(self.lanes) == 1:
             self._run_steps(self.steps, out, claim)
             return
@@ -114,3 +123,19 @@ class Im2ColKernel(Conv2DKernel):
                 self._add_bias(y_tile)
             self._activate(y_tile)
             copy_pixels(out[n0:n1, :, r0:r1], y_pixels, (0, 3, 1, 2))
+
+    def _run_band(self, c0: int, c1: int, out: np.ndarray) -> None:
+        """GEMM and epilogue of output channels [c0, c1) (multiples of 4) of the single tile, gathered already."""
+        _, _, cols_mat, y_rows, _, (_, _, _, _, y_tile, y_pixels) = self.steps[0]
+        np.matmul(cols_mat, self.weight[:, c0:c1], out=y_rows[:, c0:c1])
+        band = y_tile[..., c0:c1]
+        if not self.fold_bias:
+            band += self.bias_row[c0:c1]
+        self._activate(band)
+        copy_pixels(out[:, c0 // PACK: c1 // PACK], y_pixels[..., c0 // PACK: c1 // PACK, :], (0, 3, 1, 2))
+
+
+def _bands(size: int, lanes: int) -> list[tuple[int, int]]:
+    """``range(size)`` (a multiple of 4) in ``lanes`` bands of whole 4-channel blocks."""
+    step = PACK * -(-size // PACK // lanes)
+    return [(c, min(c + step, size)) for c in range(0, size, step)]

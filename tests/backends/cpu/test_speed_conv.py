@@ -70,3 +70,13 @@ def test_winograd_column_band_transforms(monkeypatch: pytest.MonkeyPatch, unit: 
     conv = make_conv(channels, channels + 4, (3, 3), pads=(1, 1, 1, 1), relu=True, seed=unit)
     kernel = _check(conv, (1, channels, *hw), f"winograd:{unit}", threads)
     assert kernel.plan.unit == unit
+
+
+@pytest.mark.parametrize(("ic", "oc", "stride", "hw", "relu6"), [(256, 512, 1, 7, False), (256, 260, 2, 13, True)])
+def test_im2col_lanes_split_output_channels_when_weight_heavy(ic: int, oc: int, stride: int, hw: int,
+                                                              relu6: bool) -> None:
+    conv = make_conv(ic, oc, (3, 3), stride=(stride, stride), pads=(1, 1, 1, 1), relu=not relu6, relu6=relu6)
+    kernel = _check(conv, (1, ic, hw, hw), "im2col", threads=2)
+    assert kernel.bands is not None and len(kernel.bands) == 2
+    assert all(c0 % 4 == 0 for c0, _ in kernel.bands) and kernel.bands[-1][1] == 4 * -(-oc // 4)
+    assert _check(conv, (1, ic, hw, hw), "im2col", threads=1).bands is None
