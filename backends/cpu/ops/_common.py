@@ -84,13 +84,12 @@ def gelu_erf(x: np.ndarray, out: np.ndarray, a: np.ndarray, t: np.ndarray) -> No
     ``a`` and ``t`` are scratch arrays shaped like ``x``. 1.35x faster than the expression with temporaries.
     """
     f32 = np.float32
-    np.abs(x, out=a)
-    a *= f32(0.7071067811865476)
-    np.multiply(a, f32(_ERF_P), out=t)
+    np.abs(x, out=t)
+    t *= f32(_ERF_P * 0.7071067811865476)
     t += f32(1.0)
-    np.reciprocal(t, out=t)
-    np.square(a, out=a)
-    np.negative(a, out=a)
+    np.divide(f32(1.0), t, out=t)  # np.reciprocal takes a slow float32 loop here (27 vs 14 us on 197x768)
+    np.square(x, out=a)
+    a *= f32(-0.5)
     np.exp(a, out=a)
     np.multiply(t, f32(0.5 * _ERF_COEFFS[4]), out=out)
     for c in _ERF_COEFFS[3::-1]:

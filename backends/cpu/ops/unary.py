@@ -19,7 +19,7 @@ def _sigmoid(x: np.ndarray, out: np.ndarray) -> None:
         np.negative(x, out=out)
         np.exp(out, out=out)
         out += 1
-        np.reciprocal(out, out=out)
+        np.divide(np.float32(1.0) if out.dtype == np.float32 else 1.0, out, out=out)  # reciprocal: slow float32 loop
 
 
 def _gelu_tanh(x: np.ndarray, out: np.ndarray) -> None:

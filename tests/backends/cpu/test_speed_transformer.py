@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from mnnpy.backends.cpu.compute import attention as blocked
+from mnnpy.schema import mnn_generated as fb
 from support import references
+
+from mnnpy.core.session import Session
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "core"))
+from netbuild import NetBuilder
 
 
 @pytest.mark.parametrize(("q_shape", "kv_shape", "blocks", "want_q"), [
@@ -63,3 +72,43 @@ def test_one_block_attention_fully_hidden_query_is_zero_and_scratch_reuse_is_cle
     with np.errstate(invalid="ignore"):
         want = references.attention(q, k, v, mask, False)
     np.testing.assert_allclose(out[:, keep], want[:, keep], rtol=1e-5, atol=1e-6)
+
+
+def _norm64(x: np.ndarray, gamma: np.ndarray | None, beta: np.ndarray | None, rms: bool, eps: float) -> np.ndarray:
+    v = x.astype(np.float64)
+    if not rms:
+        v = v - v.mean(-1, keepdims=True)
+    v = v / np.sqrt((v * v).mean(-1, keepdims=True) + eps)
+    return v * (1 if gamma is None else gamma) + (0 if beta is None else beta)
+
+
+@pytest.mark.parametrize(("shape", "rms", "affine"), [((1, 197, 192), False, True), ((2, 5, 12), True, True),
+                                                      ((3, 7), False, False)])
+def test_layernorm_rows_match_float64_and_share_scratch(shape: tuple, rms: bool, affine: bool) -> None:
+    """Two LayerNorms of one shape (shared [M, n] scratch, prepared 1/n column) on values with a large common
+    offset (the mean must come off before the squares)."""
+    rng = np.random.default_rng(5)
+    n = shape[-1]
+    params = []
+    nb = NetBuilder()
+    nb.input("x", shape)
+    nb.unary("x", "nx", 1)  # NEG: a computed input
+    for k, src in enumerate(("x", "nx")):
+        p = fb.LayerNormT()
+        p.axis, p.epsilon, p.useRmsnorm = [-1], 1e-5, rms
+        gamma = (rng.standard_normal(n) + 1).astype(np.float32) if affine else None
+        beta = rng.standard_normal(n).astype(np.float32) if affine else None
+        p.gamma, p.beta = gamma, beta
+        params.append((gamma, beta))
+        nb.op(fb.OpType.LayerNorm, [src], [f"y{k}"], fb.OpParameter.LayerNorm, p)
+    nb.outputs("y0", "y1")
+    session = Session(nb.net)
+    algorithms = [c.get("algorithm") for c in session.info()["commands"] if c["type"] == "LayerNorm"]
+    assert algorithms == ["rmsnorm" if rms else "layernorm"] * 2
+    for seed in (0, 1):
+        x = (np.random.default_rng(seed).standard_normal(shape) * 3 + 50).astype(np.float32)
+        session.write(session.input_index("x"), x)
+        session.run()
+        for k, v in enumerate((x, -x)):
+            got = session.read(session.output_index(f"y{k}"))
+            np.testing.assert_allclose(got, _norm64(v, *params[k], rms, 1e-5), rtol=2e-5, atol=2e-5)
