@@ -251,9 +251,9 @@ def winograd_memory(ic: int, oc: int, in_shape: tuple[int, ...], out_hw: tuple[i
     """Footprint of ``backends/cpu/compute/winograd_conv.WinogradKernel`` for these shapes (its allocations).
 
     Weights: alpha² x ic x oc transformed (channels padded to 4 when ungrouped). Intermediates: the zero-bordered
-    NHWC input copy, plus per lane (``winograd_layout``) the buffers of its largest block of T tiles: D, BᵀD, V
-    (alpha² x T x Cp each), M (alpha² x T x OCp, twice when grouped), AᵀM (u x alpha x T x OCp), Y and the output
-    stage (u² x T x OCp each).
+    NHWC input copy, plus per lane (``winograd_layout``) the buffers of its largest block of T tiles: D and BᵀD
+    (alpha² x T x Cp each; V reuses D), M (alpha² x T x OCp; Y reuses it), AᵀM (u x alpha x T x OCp), the output
+    stage (u² x T x OCp); grouped, V, Y and a second M too. A session's ungrouped kernels share these buffers.
     """
     a = unit + k - 1
     n, _, h, w = in_shape
@@ -265,7 +265,8 @@ def winograd_memory(ic: int, oc: int, in_shape: tuple[int, ...], out_hw: tuple[i
     lanes = lane_count(threads, 2.0 * n * oh * ow * oc * (ic // group) * k * k)
     blocks, lanes, _ = winograd_layout(n, (th, tw), a, cp, ocp, ic * oc // group, lanes)
     block = max((n1 - n0) * (r1 - r0) * tw for n0, n1, r0, r1 in blocks)
-    per_tile = 3 * a * a * cp + a * a * ocp * (2 if group > 1 else 1) + unit * a * ocp + 2 * unit * unit * ocp
+    g2 = 1 + (group > 1)  # ungrouped: V reuses D's buffer and Y reuses M's
+    per_tile = (1 + g2) * a * a * cp + g2 * a * a * ocp + unit * a * ocp + g2 * unit * unit * ocp
     return WinogradMemory(4 * weights, 4 * (padded + lanes * block * per_tile))
 
 

@@ -1,6 +1,7 @@
 """Winograd F(u, k) convolution kernel: blocks of tiles, batched GEMM over the alpha^2 positions.
 
-Per block of tile rows (sized so its scratch stays near ``WINOGRAD_BLOCK_BYTES``, i.e. in cache):
+Per block of tile rows (sized so its scratch stays near ``WINOGRAD_BLOCK_BYTES``, i.e. in cache; ungrouped kernels of
+one session share their scratch, lane by lane, so consecutive layers reuse warm buffers):
 
 1. gather the block's alpha x alpha input tiles from a zero-bordered NHWC copy of the input (one strided copy)
    into ``D[alpha, alpha, T, Cp]``;
@@ -58,7 +59,7 @@ class WinogradKernel(Conv2DKernel):
     """Winograd F(u, k) convolution (stride 1, dilation 1, square kernel); see the module docstring."""
 
     def __init__(self, params: Conv2DParams, plan: ConvPlan, in_shape: tuple[int, ...], weight: np.ndarray,
-                 bias: np.ndarray) -> None:
+                 bias: np.ndarray, scratch: dict | None = None) -> None:
         super().__init__(params, plan, in_shape, bias)
         k, u = params.kernel[0], int(plan.unit or 2)
         if params.kernel != (k, k) or params.stride != (1, 1) or params.dilation != (1, 1):
@@ -100,14 +101,18 @@ class WinogradKernel(Conv2DKernel):
         # a lane whose core is taken by another process leaves its share to the others instead of stalling the run.
         self.lanes = []
         self.memory_bytes = self.weight.nbytes + self.xp.nbytes  # what it holds, reported next to the estimate
-        for _ in range(min(lanes, len(blocks))):
-            scratch = {name: np.empty(size, dtype=np.float32) for name, size in
-                       (("d", a * a * t_max * cp), ("e", a * a * t_max * cp), ("v", a * a * t_max * cp),
-                        ("m", a * a * t_max * ocp), ("f", u * a * t_max * ocp), ("y", u * u * t_max * ocp),
-                        ("mg", a * a * t_max * ocp if g > 1 else 0), ("stage", u * u * t_max * ocp))}
-            scratch["m"][:] = 0.0  # padded output channels of a grouped GEMM stay zero
-            self.memory_bytes += sum(buf.nbytes for buf in scratch.values())
-            self.lanes.append([self._block(scratch, windows, blk, dims, self.bias_position) for blk in blocks])
+        for lane in range(min(lanes, len(blocks))):
+            sizes = {"d": a * a * t_max * cp, "e": a * a * t_max * cp, "m": a * a * t_max * ocp,
+                     "f": u * a * t_max * ocp, "stage": u * u * t_max * ocp}
+            if g > 1:  # M's padded output channels must stay zero: private buffers, Y not in M's
+                sizes |= {"v": a * a * t_max * cp, "y": u * u * t_max * ocp, "mg": a * a * t_max * ocp}
+            bufs = {name: _buffer(scratch if g == 1 else None, lane, name, size) for name, size in sizes.items()}
+            if g > 1:
+                bufs["m"][:] = 0.0
+            self.memory_bytes += 4 * sum(sizes.values())
+            bufs.setdefault("v", bufs["d"])  # D is dead once BᵀD is formed, M once AᵀM is: V and Y reuse them
+            bufs.setdefault("y", bufs["m"])
+            self.lanes.append([self._block(bufs, windows, blk, dims, self.bias_position) for blk in blocks])
         self.blocks = self.lanes[0]
         COUNTERS["weight_transforms"] += 1
 
@@ -193,6 +198,17 @@ class WinogradKernel(Conv2DKernel):
             copy_pixels(stage, b.tiles, _ORDER)
             nb, oc4, rb, _, tw, _, _ = stage.shape
             copy_pixels(dst, stage.reshape(nb, oc4, rb * u, tw * u, PACK)[:, :, : row1 - row0, :ow], (0, 1, 2, 3))
+
+
+def _buffer(pool: dict | None, lane: int, name: str, size: int) -> np.ndarray:
+    """A float32 scratch buffer of at least ``size``: lane ``lane``'s shared ``name`` buffer from ``pool`` (one
+    session's kernels run one at a time; a larger request replaces the pool's buffer for later kernels), else new."""
+    if pool is None:
+        return np.empty(size, dtype=np.float32)
+    buf = pool.get((lane, name))
+    if buf is None or buf.size < size:
+        buf = pool[(lane, name)] = np.empty(size, dtype=np.float32)
+    return buf
 
 
 def _by_columns(buf: np.ndarray, alpha: int) -> np.ndarray:

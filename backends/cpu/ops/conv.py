@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import weakref
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,7 @@ from mnnpy.core import session
 from mnnpy.core.registry import cpu_kernel
 
 OT = fb.OpType
+_SCRATCH: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # backend -> Winograd scratch pool
 
 
 def _with_output_pads(conv: Any, in_shape: tuple[int, ...], out_shape: tuple[int, ...]) -> Any:
@@ -93,15 +95,16 @@ class Convolution(CPUExecution):
     def _make(self, params: Any) -> Any:
         from mnnpy.backends.cpu.compute.conv import make_conv2d_kernel
 
+        scratch = _SCRATCH.setdefault(self.backend, {})  # per backend (one per session): its kernels run in turn
         try:
             try:
                 kernel = make_conv2d_kernel(params, self.op.type, self.shape, threads=self.threads, force=self.force,
-                                            memory_limit=self.memory_limit)
+                                            memory_limit=self.memory_limit, scratch=scratch)
             except ValueError:
                 if self.strict or self.force is None:
                     raise
                 kernel = make_conv2d_kernel(params, self.op.type, self.shape, threads=self.threads,
-                                            memory_limit=self.memory_limit)
+                                            memory_limit=self.memory_limit, scratch=scratch)
         except (ValueError, NotImplementedError) as exc:
             raise ModelError(f"op {self.op.name!r}: {exc}") from exc
         session.COUNTERS["weight_transforms"] += 1

@@ -80,3 +80,32 @@ def test_im2col_lanes_split_output_channels_when_weight_heavy(ic: int, oc: int, 
     assert kernel.bands is not None and len(kernel.bands) == 2
     assert all(c0 % 4 == 0 for c0, _ in kernel.bands) and kernel.bands[-1][1] == 4 * -(-oc // 4)
     assert _check(conv, (1, ic, hw, hw), "im2col", threads=1).bands is None
+
+
+def test_winograd_kernels_share_session_scratch() -> None:
+    """Ungrouped Winograd kernels built with one pool reuse its buffers (V in D's, Y in M's); interleaved runs stay
+    exact; a grouped kernel keeps private buffers (its padded M channels must stay zero)."""
+    from mnnpy.backends.cpu.compute.conv import make_conv2d_kernel
+    from mnnpy.backends.cpu.compute.nc4hw4 import packed_shape, unpack_nc4hw4
+
+    pool: dict = {}
+    cases = [(make_conv(16, 20, (3, 3), pads=(1, 1, 1, 1), relu=True, seed=1), (1, 16, 23, 21), "winograd:4"),
+             (make_conv(8, 12, (3, 3), pads=(1, 1, 1, 1), seed=2), (2, 8, 9, 10), "winograd:2"),
+             (make_conv(12, 18, (3, 3), pads=(1, 1, 1, 1), group=3, relu6=True, seed=3), (1, 12, 11, 9), "winograd:6")]
+    kernels = [make_conv2d_kernel(conv, CONV, shape, force=force, scratch=pool) for conv, shape, force in cases]
+    assert set(pool) == {(0, name) for name in ("d", "e", "m", "f", "stage")}
+    for kernel in kernels[:2]:
+        block = kernel.blocks[0]
+        assert np.shares_memory(block.d, pool[(0, "d")]) and np.shares_memory(block.v, pool[(0, "d")])
+        assert np.shares_memory(block.y, pool[(0, "m")])
+    assert not any(np.shares_memory(kernels[2].blocks[0].m_groups, buf) for buf in pool.values())
+    rng = np.random.default_rng(5)
+    xs = [rng.standard_normal(shape).astype(np.float32) for _, shape, _ in cases]
+    for _ in range(2):  # interleaved: each run overwrites the shared buffers the others use
+        for (conv, shape, _), kernel, x in zip(cases, kernels, xs, strict=True):
+            out = np.full(packed_shape(kernel.out_shape), np.nan, np.float32)
+            kernel.run(pack_nc4hw4(x), out)
+            oc = kernel.out_shape[1]
+            assert not out[:, -1, ..., oc % 4 or 4:].any()
+            ref = reference_conv(x.astype(np.float64), conv, conv2d_params(conv, CONV, shape))
+            assert_close(unpack_nc4hw4(out, oc), ref, rtol=2e-5)
