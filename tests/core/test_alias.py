@@ -100,3 +100,15 @@ def test_no_alias_for_inputs_outputs_and_saved_tensors(tmp_path: Path) -> None:
     np.testing.assert_allclose(y.reshape(1, 8, 12), _reference(x), rtol=1e-5, atol=1e-5)
     saved = interp.createSession({"numThread": 1, "saveTensors": ["a"]})
     assert all(saved.names[c.outputs[0]] != "a" for c in saved.scheduler.listed if c.info.get("algorithm") == "alias")
+
+
+def test_aliases_are_replanned_on_resize(tmp_path: Path) -> None:
+    interp = Interpreter(str(_model(tmp_path)))
+    session = interp.createSession({"numThread": 1})
+    for rows in (5, 8, 3):
+        interp.resizeTensor(interp.getSessionInput(session), (1, rows, 16))
+        interp.resizeSession(session)
+        assert session.info()["memory"]["aliased"] > 0
+        x = np.random.default_rng(rows).standard_normal((1, rows, 16)).astype(np.float32)
+        np.testing.assert_allclose(_run(interp, session, x).reshape(1, rows, 12), _reference(x), rtol=1e-5,
+                                   atol=1e-5)
