@@ -124,6 +124,18 @@ def copy_pixels(dst: np.ndarray, src: np.ndarray, axes: tuple[int, ...]) -> None
         np.copyto(dst_l, src_l.transpose(*axes))
 
 
+def scratch_buffer(pool: dict | None, lane: int, name: str, size: int) -> np.ndarray:
+    """``size`` float32 scratch: the head of lane ``lane``'s shared ``name`` buffer in ``pool`` (one
+    session's conv kernels run one at a time, so they may share scratch; a larger request replaces the pool's
+    buffer for later kernels), else a new one."""
+    if pool is None:
+        return np.empty(size, dtype=np.float32)
+    buf = pool.get((lane, name))
+    if buf is None or buf.size < size:
+        buf = pool[(lane, name)] = np.empty(size, dtype=np.float32)
+    return buf[:size]
+
+
 def copy_channels(dst: np.ndarray, src: np.ndarray) -> None:
     """``dst[n, h, w, :C] = src`` from NC4HW4 ``src`` ``[N, C4, H, W, 4]`` into an NHWC ``dst`` of C channels (any
     row strides, contiguous pixels), dropping the padded lanes: per channel block one copy of whole 4*l-byte runs

@@ -44,7 +44,8 @@ def make_conv2d_kernel(conv: Any, op_type: int, in_shape_nchw: tuple, threads: i
             "depthwise", "deconv").
         output_hw: output (H, W) of a transposed convolution with ``hasOutputShape`` (from its shape input).
         memory_limit: bytes a Winograd kernel may hold (config ``winogradMemoryLimit``; see the strategy).
-        scratch: a pool of scratch buffers shared by the Winograd kernels of one session (they run one at a time).
+        scratch: a pool of scratch buffers shared by the Winograd and im2col kernels of one session (they run one
+            at a time).
 
     Returns:
         A kernel with ``out_shape``, ``plan`` and ``run(x_nc4hw4, out_nc4hw4)``.
@@ -57,6 +58,6 @@ def make_conv2d_kernel(conv: Any, op_type: int, in_shape_nchw: tuple, threads: i
     weight, bias = conv_weights(conv, params)
     plan = plan_conv2d(params, shape, threads=threads, force=force, memory_limit=memory_limit)
     plan = replace(plan, threads=max(int(threads), 1))
-    if plan.algorithm == "winograd":
-        return WinogradKernel(params, plan, shape, weight, bias, scratch=scratch)
+    if plan.algorithm in ("winograd", "im2col"):
+        return _KERNELS[plan.algorithm](params, plan, shape, weight, bias, scratch=scratch)
     return _KERNELS[plan.algorithm](params, plan, shape, weight, bias)

@@ -25,7 +25,17 @@ from numpy.lib.stride_tricks import as_strided
 from mnnpy.core.strategy import IM2COL_TILE_BYTES, ConvPlan, output_tiles
 
 from .blas import lane_count, run_lanes
-from .common import COUNTERS, PACK, Conv2DKernel, Conv2DParams, ceil4, copy_channels, copy_pixels, nhwc_view
+from .common import (
+    COUNTERS,
+    PACK,
+    Conv2DKernel,
+    Conv2DParams,
+    ceil4,
+    copy_channels,
+    copy_pixels,
+    nhwc_view,
+    scratch_buffer,
+)
 
 TILE_BYTES = IM2COL_TILE_BYTES  # the strategy costs the tiles it makes
 
@@ -34,7 +44,7 @@ class Im2ColKernel(Conv2DKernel):
     """im2col + batched GEMM (over groups) convolution; see the module docstring."""
 
     def __init__(self, params: Conv2DParams, plan: ConvPlan, in_shape: tuple[int, ...], weight: np.ndarray,
-                 bias: np.ndarray) -> None:
+                 bias: np.ndarray, scratch: dict | None = None) -> None:
         super().__init__(params, plan, in_shape, bias)
         n, c, h, w = self.in_shape
         _, oc, oh, ow = self.out_shape
@@ -55,7 +65,12 @@ class Im2ColKernel(Conv2DKernel):
         s_n, s_h, s_w, s_c = self.xp.strides
         windows = as_strided(self.xp, shape=(g, n, oh, ow, kh, kw, kc),
                              strides=(kc * s_c, s_n, sh * s_h, sw * s_w, dh * s_h, dw * s_w, s_c), writeable=False)
-        self.y = np.zeros((n, oh, ow, ocp), dtype=np.float32)
+        # Ungrouped, the GEMM writes every column of Y and of each tile's columns: both may come from the session's
+        # scratch pool (warm buffers). Grouped Y keeps zero padded channels; folded-bias columns keep their 1s.
+        pool = scratch if g == 1 else None
+        self.y = scratch_buffer(pool, 0, "y", n * oh * ow * ocp).reshape(n, oh, ow, ocp)
+        if pool is None:
+            self.y[:] = 0.0
         lanes = lane_count(plan.threads, 2.0 * n * oh * ow * k_len * on * g)
         tiles = output_tiles(n, oh, g * ow * k_len * 4, TILE_BYTES)
         # Weight-heavy (deep layers, few pixels: ResNet-18's 512ch 7x7): the lanes split the output channels of the
@@ -67,8 +82,8 @@ class Im2ColKernel(Conv2DKernel):
             tiles = output_tiles(n, oh, g * ow * k_len * 4, max(1, n * oh * g * ow * k_len * 4 // lanes))
         biggest = max((n1 - n0) * (r1 - r0) * ow for n0, n1, r0, r1 in tiles)
         self.lanes = []  # every tile's step on each lane's own column buffer; lanes claim tiles one by one at run time
-        for _ in range(min(lanes, len(tiles))):
-            cols = np.empty(g * biggest * k_len, dtype=np.float32)
+        for lane in range(min(lanes, len(tiles))):
+            cols = scratch_buffer(None if self.fold_bias else pool, lane, "cols", g * biggest * k_len)
             cols.reshape(-1, k_len)[:, taps_len:] = 1.0  # the bias column (when folded); the gathers skip it
             grouped = np.empty((g, biggest, on), dtype=np.float32) if g > 1 else None
             steps: list[tuple[Any, ...]] = []

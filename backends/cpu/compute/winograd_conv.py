@@ -27,7 +27,7 @@ from numpy.lib.stride_tricks import as_strided
 from mnnpy.core.strategy import WINOGRAD_BLOCK_BYTES, ConvPlan, winograd_layout
 
 from .blas import lane_count, run_lanes
-from .common import COUNTERS, PACK, Conv2DKernel, Conv2DParams, ceil4, copy_pixels, nhwc_view
+from .common import COUNTERS, PACK, Conv2DKernel, Conv2DParams, ceil4, copy_pixels, nhwc_view, scratch_buffer
 from .winograd import default_interp, transform_weights, winograd_matrices
 
 BLOCK_BYTES = WINOGRAD_BLOCK_BYTES
@@ -106,7 +106,7 @@ class WinogradKernel(Conv2DKernel):
                      "f": u * a * t_max * ocp, "stage": u * u * t_max * ocp}
             if g > 1:  # M's padded output channels must stay zero: private buffers, Y not in M's
                 sizes |= {"v": a * a * t_max * cp, "y": u * u * t_max * ocp, "mg": a * a * t_max * ocp}
-            bufs = {name: _buffer(scratch if g == 1 else None, lane, name, size) for name, size in sizes.items()}
+            bufs = {name: scratch_buffer(scratch if g == 1 else None, lane, name, size) for name, size in sizes.items()}
             if g > 1:
                 bufs["m"][:] = 0.0
             self.memory_bytes += 4 * sum(sizes.values())
@@ -198,17 +198,6 @@ class WinogradKernel(Conv2DKernel):
             copy_pixels(stage, b.tiles, _ORDER)
             nb, oc4, rb, _, tw, _, _ = stage.shape
             copy_pixels(dst, stage.reshape(nb, oc4, rb * u, tw * u, PACK)[:, :, : row1 - row0, :ow], (0, 1, 2, 3))
-
-
-def _buffer(pool: dict | None, lane: int, name: str, size: int) -> np.ndarray:
-    """A float32 scratch buffer of at least ``size``: lane ``lane``'s shared ``name`` buffer from ``pool`` (one
-    session's kernels run one at a time; a larger request replaces the pool's buffer for later kernels), else new."""
-    if pool is None:
-        return np.empty(size, dtype=np.float32)
-    buf = pool.get((lane, name))
-    if buf is None or buf.size < size:
-        buf = pool[(lane, name)] = np.empty(size, dtype=np.float32)
-    return buf
 
 
 def _by_columns(buf: np.ndarray, alpha: int) -> np.ndarray:

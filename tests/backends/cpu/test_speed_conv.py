@@ -82,23 +82,34 @@ def test_im2col_lanes_split_output_channels_when_weight_heavy(ic: int, oc: int, 
     assert _check(conv, (1, ic, hw, hw), "im2col", threads=1).bands is None
 
 
-def test_winograd_kernels_share_session_scratch() -> None:
-    """Ungrouped Winograd kernels built with one pool reuse its buffers (V in D's, Y in M's); interleaved runs stay
-    exact; a grouped kernel keeps private buffers (its padded M channels must stay zero)."""
+def test_conv_kernels_share_session_scratch() -> None:
+    """Ungrouped Winograd and im2col kernels built with one pool reuse its buffers (Winograd: V in D's, Y in M's);
+    interleaved runs stay exact; grouped and folded-bias kernels keep private buffers."""
     from mnnpy.backends.cpu.compute.conv import make_conv2d_kernel
     from mnnpy.backends.cpu.compute.nc4hw4 import packed_shape, unpack_nc4hw4
 
     pool: dict = {}
     cases = [(make_conv(16, 20, (3, 3), pads=(1, 1, 1, 1), relu=True, seed=1), (1, 16, 23, 21), "winograd:4"),
              (make_conv(8, 12, (3, 3), pads=(1, 1, 1, 1), seed=2), (2, 8, 9, 10), "winograd:2"),
-             (make_conv(12, 18, (3, 3), pads=(1, 1, 1, 1), group=3, relu6=True, seed=3), (1, 12, 11, 9), "winograd:6")]
+             (make_conv(12, 18, (3, 3), pads=(1, 1, 1, 1), group=3, relu6=True, seed=3), (1, 12, 11, 9), "winograd:6"),
+             (make_conv(8, 16, (3, 3), stride=(2, 2), pads=(1, 1, 1, 1), relu=True, seed=4), (1, 8, 15, 16), "im2col"),
+             (make_conv(12, 8, (3, 3), stride=(2, 2), pads=(1, 1, 1, 1), seed=5), (2, 12, 9, 7), "im2col"),
+             (make_conv(3, 8, (5, 5), stride=(2, 2), pads=(2, 2, 2, 2), seed=6), (1, 3, 14, 12), "im2col"),
+             (make_conv(12, 18, (3, 3), stride=(2, 2), pads=(1, 1, 1, 1), group=3, seed=7), (1, 12, 9, 9), "im2col")]
     kernels = [make_conv2d_kernel(conv, CONV, shape, force=force, scratch=pool) for conv, shape, force in cases]
-    assert set(pool) == {(0, name) for name in ("d", "e", "m", "f", "stage")}
+    assert set(pool) == {(0, name) for name in ("d", "e", "m", "f", "stage", "cols", "y")}
     for kernel in kernels[:2]:
         block = kernel.blocks[0]
         assert np.shares_memory(block.d, pool[(0, "d")]) and np.shares_memory(block.v, pool[(0, "d")])
         assert np.shares_memory(block.y, pool[(0, "m")])
     assert not any(np.shares_memory(kernels[2].blocks[0].m_groups, buf) for buf in pool.values())
+    for kernel in kernels[3:5]:
+        assert np.shares_memory(kernel.y, pool[(0, "y")]) and np.shares_memory(kernel.steps[0][0], pool[(0, "cols")])
+    folded, grouped = kernels[5:]  # folded-bias columns (their 1s) and grouped Y (zero padded channels) stay private
+    assert np.shares_memory(folded.y, pool[(0, "y")])
+    assert not any(np.shares_memory(folded.steps[0][2], buf) for buf in pool.values())
+    assert not any(np.shares_memory(grouped.steps[0][2], buf) or np.shares_memory(grouped.y, buf)
+                   for buf in pool.values())
     rng = np.random.default_rng(5)
     xs = [rng.standard_normal(shape).astype(np.float32) for _, shape, _ in cases]
     for _ in range(2):  # interleaved: each run overwrites the shared buffers the others use
