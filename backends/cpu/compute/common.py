@@ -136,6 +136,18 @@ def scratch_buffer(pool: dict | None, lane: int, name: str, size: int) -> np.nda
     return buf[:size]
 
 
+def shared_zeros(pool: dict | None, shape: tuple[int, ...], region: tuple[int, ...]) -> np.ndarray:
+    """A zero float32 array of ``shape``, shared through ``pool`` by the kernels that ask for the same shape and
+    ``region`` (a padded input buffer and the interior it receives: each run writes exactly that region, so the
+    zero border stays zero for all of them)."""
+    if pool is None:
+        return np.zeros(shape, dtype=np.float32)
+    key = ("zeros", tuple(shape), tuple(region))
+    if key not in pool:
+        pool[key] = np.zeros(shape, dtype=np.float32)
+    return pool[key]
+
+
 def copy_channels(dst: np.ndarray, src: np.ndarray) -> None:
     """``dst[n, h, w, :C] = src`` from NC4HW4 ``src`` ``[N, C4, H, W, 4]`` into an NHWC ``dst`` of C channels (any
     row strides, contiguous pixels), dropping the padded lanes: per channel block one copy of whole 4*l-byte runs

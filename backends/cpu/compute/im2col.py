@@ -35,6 +35,7 @@ from .common import (
     copy_pixels,
     nhwc_view,
     scratch_buffer,
+    shared_zeros,
 )
 
 TILE_BYTES = IM2COL_TILE_BYTES  # the strategy costs the tiles it makes
@@ -59,7 +60,7 @@ class Im2ColKernel(Conv2DKernel):
         k_len = taps_len + int(self.fold_bias)
         hp = max(pt + h, (oh - 1) * sh + (kh - 1) * dh + 1)
         wp = max(pl + w, (ow - 1) * sw + (kw - 1) * dw + 1)
-        self.xp = np.zeros((n, hp, wp, c if self.fold_bias else cp), dtype=np.float32)
+        self.xp = shared_zeros(scratch, (n, hp, wp, c if self.fold_bias else cp), (pt, pl, h, w))
         self.interior = self.xp[:, pt:pt + h, pl:pl + w] if self.fold_bias else \
             nhwc_view(self.xp, slice(pt, pt + h), slice(pl, pl + w))
         s_n, s_h, s_w, s_c = self.xp.strides

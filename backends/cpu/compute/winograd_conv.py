@@ -27,7 +27,17 @@ from numpy.lib.stride_tricks import as_strided
 from mnnpy.core.strategy import WINOGRAD_BLOCK_BYTES, ConvPlan, winograd_layout
 
 from .blas import lane_count, run_lanes
-from .common import COUNTERS, PACK, Conv2DKernel, Conv2DParams, ceil4, copy_pixels, nhwc_view, scratch_buffer
+from .common import (
+    COUNTERS,
+    PACK,
+    Conv2DKernel,
+    Conv2DParams,
+    ceil4,
+    copy_pixels,
+    nhwc_view,
+    scratch_buffer,
+    shared_zeros,
+)
 from .winograd import default_interp, transform_weights, winograd_matrices
 
 BLOCK_BYTES = WINOGRAD_BLOCK_BYTES
@@ -72,7 +82,8 @@ class WinogradKernel(Conv2DKernel):
         icg, ocg = c // g, oc // g
         th, tw = -(-oh // u), -(-ow // u)
         self.unit, self.alpha, self.tiles = u, a, (n, th, tw)
-        self.xp = np.zeros((n, max(pt + h, th * u + k - 1), max(pl + w, tw * u + k - 1), cp), dtype=np.float32)
+        self.xp = shared_zeros(scratch, (n, max(pt + h, th * u + k - 1), max(pl + w, tw * u + k - 1), cp),
+                               (pt, pl, h, w))
         self.interior = nhwc_view(self.xp, slice(pt, pt + h), slice(pl, pl + w))
         s_n, s_h, s_w, s_c = self.xp.strides
         windows = as_strided(self.xp, shape=(a, a, n, th, tw, cp), strides=(s_h, s_w, s_n, u * s_h, u * s_w, s_c),

@@ -97,7 +97,12 @@ def test_conv_kernels_share_session_scratch() -> None:
              (make_conv(3, 8, (5, 5), stride=(2, 2), pads=(2, 2, 2, 2), seed=6), (1, 3, 14, 12), "im2col"),
              (make_conv(12, 18, (3, 3), stride=(2, 2), pads=(1, 1, 1, 1), group=3, seed=7), (1, 12, 9, 9), "im2col")]
     kernels = [make_conv2d_kernel(conv, CONV, shape, force=force, scratch=pool) for conv, shape, force in cases]
-    assert set(pool) == {(0, name) for name in ("d", "e", "m", "f", "stage", "cols", "y")}
+    assert {key for key in pool if key[0] != "zeros"} == {(0, name) for name in ("d", "e", "m", "f", "stage", "cols",
+                                                                                  "y")}
+    assert len([key for key in pool if key[0] == "zeros"]) == len(cases)  # padded inputs: no two alike here
+    cases.append((make_conv(16, 20, (3, 3), pads=(1, 1, 1, 1), seed=9), cases[0][1], "winograd:4"))
+    kernels.append(make_conv2d_kernel(cases[-1][0], CONV, cases[-1][1], force=cases[-1][2], scratch=pool))
+    assert kernels[-1].xp is kernels[0].xp and kernels[-1].xp is not kernels[1].xp  # same input geometry: shared
     for kernel in kernels[:2]:
         block = kernel.blocks[0]
         assert np.shares_memory(block.d, pool[(0, "d")]) and np.shares_memory(block.v, pool[(0, "d")])
@@ -105,7 +110,7 @@ def test_conv_kernels_share_session_scratch() -> None:
     assert not any(np.shares_memory(kernels[2].blocks[0].m_groups, buf) for buf in pool.values())
     for kernel in kernels[3:5]:
         assert np.shares_memory(kernel.y, pool[(0, "y")]) and np.shares_memory(kernel.steps[0][0], pool[(0, "cols")])
-    folded, grouped = kernels[5:]  # folded-bias columns (their 1s) and grouped Y (zero padded channels) stay private
+    folded, grouped = kernels[5:7]  # folded-bias columns (their 1s) and grouped Y (zero padded channels) stay private
     assert np.shares_memory(folded.y, pool[(0, "y")])
     assert not any(np.shares_memory(folded.steps[0][2], buf) for buf in pool.values())
     assert not any(np.shares_memory(grouped.steps[0][2], buf) or np.shares_memory(grouped.y, buf)
