@@ -139,6 +139,22 @@ def test_torch_swin_stage(tmp_path: Path, name: str, moves_after: int) -> None:
     assert [n.op_type for n in after.nodes].count(fb.OpType.Attention) == 2
     assert token_reorder.count_moves(before) == 26 and token_reorder.count_moves(after) == moves_after
     assert moves_after <= 26 / 4 and all(token_reorder.token_gather(after, n) for n in data_moves.moves(after))
+    # the same at run time: the Raster commands of mnnpy's CPU session that reorder data (not the whole-tensor layout
+    # conversions, like ConvertTensor above; those whose bytes do not change are aliased and run nothing): before,
+    # the blocks' permutes, rolls and q/k/v selections fused by the geometry into 12 rasters; after, only the token
+    # reorders
+    save_net(graph_to_net(before), str(tmp_path / f"{name}.before.mnn"))
+    assert [_copying_rasters(tmp_path / f"{name}.{k}mnn") for k in ("before.", "")] == [12, moves_after]
+
+
+def _copying_rasters(path: Path) -> int:
+    """Raster commands of a CPU session on `path` that reorder data by regions (not whole-tensor copies, packs or
+    unpacks; the byte-identical copies are aliased)."""
+    import mnnpy
+
+    commands = mnnpy.Interpreter(str(path)).createSession({"backend": "CPU"}).info()["commands"]
+    assert any(c["algorithm"] == "alias" for c in commands)  # the layout copies around the 1x1 convolutions
+    return sum(c["type"] == "Raster" and c["algorithm"] == "raster-regions" for c in commands)
 
 
 if __name__ == "__main__":
