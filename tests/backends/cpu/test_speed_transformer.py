@@ -112,3 +112,31 @@ def test_layernorm_rows_match_float64_and_share_scratch(shape: tuple, rms: bool,
         for k, v in enumerate((x, -x)):
             got = session.read(session.output_index(f"y{k}"))
             np.testing.assert_allclose(got, _norm64(v, *params[k], rms, 1e-5), rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize(("ic", "oc", "act"), [(192, 768, None), (64, 20, "relu"), (16, 12, "relu6")])
+def test_flat_gemm1x1_bound_calls_follow_their_arrays(ic: int, oc: int, act: str | None) -> None:
+    """A MatMul as a 1x1 convolution over [M, K, 1, 1]: the one-lane path binds its numpy calls to the arrays of
+    the first run; other arrays (two buffers alternating, a strided output) still get their own results."""
+    from mnnpy.backends.cpu.compute.conv import make_conv2d_kernel
+    from mnnpy.backends.cpu.compute.nc4hw4 import pack_nc4hw4, packed_shape, unpack_nc4hw4
+    from support.models import make_conv
+
+    conv = make_conv(ic, oc, (1, 1), relu=act == "relu", relu6=act == "relu6")
+    m = 37
+    kernel = make_conv2d_kernel(conv, 12, (m, ic, 1, 1), force="gemm1x1")
+    assert kernel.flat is not None
+    w = np.asarray(conv.weight, np.float64).reshape(oc, ic)
+    bias = np.asarray(conv.bias, np.float64)
+    assert np.any(bias)
+    pairs = []
+    for seed in (0, 1):
+        x = np.random.default_rng(seed).standard_normal((m, ic, 1, 1)).astype(np.float32)
+        pairs.append((x, pack_nc4hw4(x), np.full(packed_shape(kernel.out_shape), np.nan, np.float32)))
+    wide = np.full((*packed_shape(kernel.out_shape)[:-1], 8), np.nan, np.float32)
+    for x, xp, out in [*pairs, *pairs, (pairs[0][0], pairs[0][1], wide[..., 2:6])]:
+        kernel.run(xp, out)
+        want = x.reshape(m, ic).astype(np.float64) @ w.T + bias
+        want = np.maximum(want, 0) if act == "relu" else np.clip(want, 0, 6) if act == "relu6" else want
+        np.testing.assert_allclose(unpack_nc4hw4(np.ascontiguousarray(out), oc).reshape(m, oc), want, rtol=1e-4,
+                                   atol=1e-4)
