@@ -31,6 +31,7 @@ class QuantReport:
     bytes_in: int = 0
     bytes_out: int = 0
     seconds: float = 0.0
+    kept_float: list[str] = field(default_factory=list)  # why each kept-float convolution was kept
 
     def summary(self) -> str:
         """One line for the CLI."""
@@ -87,9 +88,10 @@ def quantize_model(src: str | Path, dst: str | Path | None, config: str | Path |
     if not quant_plan.convs:
         raise QuantConfigError(f"{src} has no convolution with constant float weights to quantise")
     thresholds = calibrate.calibrate(raw, samples, quant_plan.targets, cfg.feature_method, progress, cfg.batch_size)
-    counts = model.apply(net, quant_plan, thresholds, cfg.feature_clamp, cfg.weight_clamp, cfg.weight_method)
+    kept: list[str] = []
+    counts = model.apply(net, quant_plan, thresholds, cfg.feature_clamp, cfg.weight_clamp, cfg.weight_method, kept)
     data = net_to_bytes(net)
     if dst is not None:
         save_net(net, dst)
-    report = QuantReport(len(samples), counts, len(raw), len(data), time.perf_counter() - start)
+    report = QuantReport(len(samples), counts, len(raw), len(data), time.perf_counter() - start, kept)
     return net, report

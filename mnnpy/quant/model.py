@@ -152,8 +152,11 @@ def set_quant_info(net: Any, scales: dict[int, float], clamp: int) -> None:
 
 
 def apply(net: Any, quant_plan: QuantPlan, thresholds: dict[int, float], feature_clamp: int = 127,
-          weight_clamp: int = 127, weight_method: str = "MAX_ABS") -> dict[str, int]:
-    """Quantise the planned ops of ``net`` in place from calibrated thresholds; returns counts for the report."""
+          weight_clamp: int = 127, weight_method: str = "MAX_ABS", kept: list[str] | None = None) -> dict[str, int]:
+    """Quantise the planned ops of ``net`` in place from calibrated thresholds; returns counts for the report.
+
+    ``kept`` (when given) receives one line per convolution kept in float: its name and the tensor that stayed 0.
+    """
     scales: dict[int, float] = {}
     shared = quant_plan.layout + [op for op in quant_plan.others if op.type in POOLS]  # pools keep their scale too
     thresholds = shared_thresholds(thresholds, shared)
@@ -166,6 +169,9 @@ def apply(net: Any, quant_plan: QuantPlan, thresholds: dict[int, float], feature
         i, o = _ints(op.inputIndexes)[0], _ints(op.outputIndexes)[0]
         if scale_of(i) <= 0 or scale_of(o) <= 0:
             done["skipped"] += 1  # a tensor that never left zero: keep the op in float
+            if kept is not None:
+                kept.append(f"{op.name}: {'input' if scale_of(i) <= 0 else 'output'} tensor "
+                            f"{i if scale_of(i) <= 0 else o} was 0 on every calibration sample")
             continue
         quantize_conv(op, scale_of(i), scale_of(o), feature_clamp, weight_clamp, weight_method)
         scales[i], scales[o] = scale_of(i), scale_of(o)

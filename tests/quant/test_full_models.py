@@ -39,7 +39,7 @@ def model(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     np.save(root / "cal.npy", calibration_inputs(50, SIZE, seed=1))
     int8 = root / f"{name}_int8.mnn"
     _, report = quantize_model(fp32, int8, {"path": str(root / "cal.npy"), "feature_quantize_method": "KL"})
-    assert report.samples == 50 and report.counts["skipped"] == 0
+    assert report.samples == 50 and report.counts["skipped"] == 0, report.kept_float
     return {"fp32": fp32, "int8": int8}
 
 

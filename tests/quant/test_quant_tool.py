@@ -181,6 +181,19 @@ def test_npz_folder(cnn: dict[str, Path], tmp_path: Path) -> None:
         quantize_model(cnn["mnn"], None, {"path": str(data)})
 
 
+def test_all_zero_tensor_keeps_its_convolution_float(cnn: dict[str, Path], tmp_path: Path) -> None:
+    """Calibrating on black images: the stem's input never leaves 0, so it has no scale; that one convolution stays
+    float and the report says which and why (every other tensor is nonzero through the biases)."""
+    from .conftest import SIZE
+
+    np.save(tmp_path / "zeros.npy", np.zeros((3, 3, SIZE, SIZE), np.float32))
+    _, report = quantize_model(cnn["mnn"], None, {"path": str(tmp_path / "zeros.npy"),
+                                                  "feature_quantize_method": "MAX_ABS"})
+    assert report.counts["skipped"] == 1 and report.counts["convs"] == 6
+    assert len(report.kept_float) == 1 and "input tensor" in report.kept_float[0]
+    assert report.kept_float[0].endswith("was 0 on every calibration sample")
+
+
 def test_ema_batches() -> None:
     from mnnpy.quant.calibrate import Observer
 
