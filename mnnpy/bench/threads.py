@@ -5,7 +5,13 @@ from __future__ import annotations
 import contextlib
 import os
 
-from mnnpy.backends.cpu.compute.blas import backend, blas_threads, get_blas_threads, set_blas_threads
+from mnnpy.backends.cpu.compute.blas import (
+    backend,
+    blas_threads,
+    get_blas_threads,
+    openblas_functions,
+    set_blas_threads,
+)
 
 __all__ = ["backend", "blas_threads", "cpu_count", "get_blas_threads", "set_blas_threads"]
 
@@ -30,19 +36,10 @@ def blas_core() -> str:
     """
     import ctypes
 
-    import numpy  # noqa: F401 - loads the library looked up below
-
+    found = openblas_functions(_CORENAME)
     name = "unknown"
-    with contextlib.suppress(OSError):
-        with open("/proc/self/maps") as maps:
-            paths = sorted({line.split()[-1] for line in maps if "openblas" in line.lower() and "/" in line})
-        for path in paths:
-            with contextlib.suppress(OSError):
-                lib = ctypes.CDLL(path)
-                fn = next((getattr(lib, s) for s in _CORENAME if hasattr(lib, s)), None)
-                if fn is not None:
-                    fn.restype = ctypes.c_char_p
-                    name = (fn() or b"?").decode(errors="replace")
-                    break
+    if found is not None:
+        found[0].restype = ctypes.c_char_p
+        name = (found[0]() or b"?").decode(errors="replace")
     pinned = os.environ.get("OPENBLAS_CORETYPE")
     return f"OpenBLAS core {name}" + (f" (pinned by OPENBLAS_CORETYPE={pinned})" if pinned else "")

@@ -28,25 +28,29 @@ _GETTERS = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads
 _state: dict[str, Any] = {}
 
 
-def _openblas() -> tuple[Any, Any] | None:
-    """(setter, getter) of the OpenBLAS numpy loaded, found by ctypes; None when there is none."""
-    if "ctypes" in _state:
-        return _state["ctypes"]
-    found = None
+def openblas_functions(*candidates: Sequence[str]) -> list[Any] | None:
+    """One function per candidate list (the first name the library exports) from the OpenBLAS numpy loaded, found
+    in /proc/self/maps and opened with ctypes; None when no loaded library has them all."""
     with contextlib.suppress(OSError):
         with open("/proc/self/maps") as maps:
             paths = sorted({line.split()[-1] for line in maps if "openblas" in line.lower() and "/" in line})
         for path in paths:
             with contextlib.suppress(OSError):
                 lib = ctypes.CDLL(path)
-                setter = next((getattr(lib, s) for s in _SETTERS if hasattr(lib, s)), None)
-                getter = next((getattr(lib, s) for s in _GETTERS if hasattr(lib, s)), None)
-                if setter is not None and getter is not None:
-                    getter.restype = ctypes.c_int
-                    found = (setter, getter)
-                    break
-    _state["ctypes"] = found
-    return found
+                found = [next((getattr(lib, s) for s in names if hasattr(lib, s)), None) for names in candidates]
+                if all(f is not None for f in found):
+                    return found
+    return None
+
+
+def _openblas() -> tuple[Any, Any] | None:
+    """(setter, getter) of the OpenBLAS numpy loaded, found by ctypes; None when there is none."""
+    if "ctypes" not in _state:
+        found = openblas_functions(_SETTERS, _GETTERS)
+        if found is not None:
+            found[1].restype = ctypes.c_int
+        _state["ctypes"] = tuple(found) if found is not None else None
+    return _state["ctypes"]
 
 
 def _controllers() -> list[Any] | None:
