@@ -188,8 +188,7 @@ def winograd_time(ic: int, oc: int, in_shape: tuple[int, ...], out_hw: tuple[int
     lanes = lane_count(threads, 2.0 * n * out_hw[0] * out_hw[1] * oc * (ic // group) * k * k)
     blocks, _, _ = winograd_layout(n, (th, tw), a, cp, ocp, ic * oc // group, lanes)
     tiles = n * th * tw
-    stage = 2 * unit * unit if out_hw[0] % unit or out_hw[1] % unit else 0
-    floats = 2 * n * h * w * cp + tiles * (6 * a * a * cp + (a * a + 2 * unit * a + 5 * unit * unit + stage) * ocp)
+    floats = 2 * n * h * w * cp + tiles * (6 * a * a * cp + (a * a + 2 * unit * a + 5 * unit * unit) * ocp)
     flops = 2.0 * a * a * tiles * ic * oc / group
     return gemm_cost(flops, tiles / len(blocks)) + PASS_FLOAT_COST * floats
 
@@ -252,8 +251,8 @@ def winograd_memory(ic: int, oc: int, in_shape: tuple[int, ...], out_hw: tuple[i
 
     Weights: alpha² x ic x oc transformed (channels padded to 4 when ungrouped). Intermediates: the zero-bordered
     NHWC input copy, plus per lane (``winograd_layout``) the buffers of its largest block of T tiles: D and BᵀD
-    (alpha² x T x Cp each; V reuses D), M (alpha² x T x OCp; Y reuses it), AᵀM (u x alpha x T x OCp), the output
-    stage (u² x T x OCp); grouped, V, Y and a second M too. A session's ungrouped kernels share these buffers.
+    (alpha² x T x Cp each; V reuses D), M (alpha² x T x OCp; Y reuses it) and AᵀM (u x alpha x T x OCp); grouped,
+    V, Y (u² x T x OCp) and a second M too. A session's ungrouped kernels share these buffers.
     """
     a = unit + k - 1
     n, _, h, w = in_shape
@@ -266,7 +265,7 @@ def winograd_memory(ic: int, oc: int, in_shape: tuple[int, ...], out_hw: tuple[i
     blocks, lanes, _ = winograd_layout(n, (th, tw), a, cp, ocp, ic * oc // group, lanes)
     block = max((n1 - n0) * (r1 - r0) * tw for n0, n1, r0, r1 in blocks)
     g2 = 1 + (group > 1)  # ungrouped: V reuses D's buffer and Y reuses M's
-    per_tile = (1 + g2) * a * a * cp + g2 * a * a * ocp + unit * a * ocp + g2 * unit * unit * ocp
+    per_tile = (1 + g2) * a * a * cp + g2 * a * a * ocp + unit * a * ocp + (g2 - 1) * unit * unit * ocp
     return WinogradMemory(4 * weights, 4 * (padded + lanes * block * per_tile))
 
 

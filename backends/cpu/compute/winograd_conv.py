@@ -8,7 +8,8 @@ one session share their scratch, lane by lane, so consecutive layers reuse warm 
 2. ``V = Bᵀ D B`` as two matmuls with the small transform matrix on the left;
 3. ``M = V @ U``, one GEMM batched over the alpha^2 positions (and groups);
 4. ``Y = Aᵀ M A`` as two matmuls, bias and activation on ``Y``;
-5. one copy of whole NC4HW4 pixels into the output (through a small stage when the tiles overhang the edge).
+5. copies of whole NC4HW4 pixels straight into the output: one when the tiles cover it exactly, else up to four
+   (full tiles, and the clipped last tile row / column where the tiles overhang the edge).
 
 All buffers and per-block views are built at make time; ``run`` is a loop over a few blocks of numpy calls. With
 ``numThread`` > 1 that many lanes (each with its own scratch) claim the blocks one by one, concurrently.
@@ -62,7 +63,6 @@ class _Block(NamedTuple):
     y_rows: np.ndarray
     tiles: np.ndarray
     rows: tuple[int, int, int, int]  # n0, n1, first output row, last output row (exclusive)
-    stage: np.ndarray  # [n, oc4, rows, u, tw, u, 4] when tiles overhang the output or it is not contiguous
 
 
 class WinogradKernel(Conv2DKernel):
@@ -114,7 +114,7 @@ class WinogradKernel(Conv2DKernel):
         self.memory_bytes = self.weight.nbytes + self.xp.nbytes  # what it holds, reported next to the estimate
         for lane in range(min(lanes, len(blocks))):
             sizes = {"d": a * a * t_max * cp, "e": a * a * t_max * cp, "m": a * a * t_max * ocp,
-                     "f": u * a * t_max * ocp, "stage": u * u * t_max * ocp}
+                     "f": u * a * t_max * ocp}
             if g > 1:  # M's padded output channels must stay zero: private buffers, Y not in M's
                 sizes |= {"v": a * a * t_max * cp, "y": u * u * t_max * ocp, "mg": a * a * t_max * ocp}
             bufs = {name: scratch_buffer(scratch if g == 1 else None, lane, name, size) for name, size in sizes.items()}
@@ -151,14 +151,13 @@ class WinogradKernel(Conv2DKernel):
         y = scratch["y"][: u * u * t * ocp].reshape(u, u, t * ocp)
         tiles = y.reshape(u, u, nb, rb, tw, ocp // PACK, PACK)
         row_end = min(r1 * u, oh)
-        stage = scratch["stage"][: u * u * t * ocp].reshape(nb, ocp // PACK, rb, u, tw, u, PACK)
         m_bias = None if bias_position is None else m[bias_position]
         # The first pass of each transform contracts the leading axis of [alpha, alpha, T*C]: as one GEMM of N =
         # alpha*T*C columns OpenBLAS takes 2-6x longer than as alpha GEMMs of T*C columns (M = 6 or 8 rows), so
         # both sides are batched over the second axis (transposed views, no copies).
         return _Block(windows[:, :, n0:n1, r0:r1], d, _by_columns(d, a), _by_columns(e, a), e.reshape(a, a, -1), v,
                       v_groups, m_groups, m_scatter, _by_columns(m.reshape(a, -1), a), m_bias, _by_columns(f, a),
-                      f.reshape(u, a, -1), y, y.reshape(u, u, t, ocp), tiles, (n0, n1, r0 * u, row_end), stage)
+                      f.reshape(u, a, -1), y, y.reshape(u, u, t, ocp), tiles, (n0, n1, r0 * u, row_end))
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out`` (blocks, or the GEMM positions, spread over lanes)."""
@@ -201,14 +200,19 @@ class WinogradKernel(Conv2DKernel):
             self._add_bias(b.y_rows)
         self._activate(b.y_rows)
         n0, n1, row0, row1 = b.rows
-        dst = out[n0:n1, :, row0:row1]
-        stage = b.stage
-        if stage.shape[2] * u == row1 - row0 and stage.shape[4] * u == ow and dst.flags.c_contiguous:
-            copy_pixels(dst.reshape(stage.shape), b.tiles, _ORDER)  # tiles cover the rows exactly
-        else:
-            copy_pixels(stage, b.tiles, _ORDER)
-            nb, oc4, rb, _, tw, _, _ = stage.shape
-            copy_pixels(dst, stage.reshape(nb, oc4, rb * u, tw * u, PACK)[:, :, : row1 - row0, :ow], (0, 1, 2, 3))
+        tiles = b.tiles  # [x, y, n, r, t, oc4, 4] -> out[n, oc4, row0 + r*u + x, t*u + y]
+        for r_a, r_b, ur in _spans(row1 - row0, u):
+            rows = slice(row0 + r_a * u, row0 + r_a * u + (r_b - r_a) * ur)
+            for c_a, c_b, uc in _spans(ow, u):
+                dst = out[n0:n1, :, rows, c_a * u: c_a * u + (c_b - c_a) * uc].view()
+                dst.shape = (n1 - n0, dst.shape[1], r_b - r_a, ur, c_b - c_a, uc, PACK)  # a view (raises if not)
+                copy_pixels(dst, tiles[:ur, :uc, :, r_a:r_b, c_a:c_b], _ORDER)
+
+
+def _spans(size: int, u: int) -> list[tuple[int, int, int]]:
+    """Tiles of ``u`` covering ``size``: (first, end, rows used) for the whole tiles and the clipped last one."""
+    whole, rest = divmod(size, u)
+    return ([(0, whole, u)] if whole else []) + ([(whole, whole + 1, rest)] if rest else [])
 
 
 def _by_columns(buf: np.ndarray, alpha: int) -> np.ndarray:

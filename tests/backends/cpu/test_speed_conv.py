@@ -97,7 +97,7 @@ def test_conv_kernels_share_session_scratch() -> None:
              (make_conv(3, 8, (5, 5), stride=(2, 2), pads=(2, 2, 2, 2), seed=6), (1, 3, 14, 12), "im2col"),
              (make_conv(12, 18, (3, 3), stride=(2, 2), pads=(1, 1, 1, 1), group=3, seed=7), (1, 12, 9, 9), "im2col")]
     kernels = [make_conv2d_kernel(conv, CONV, shape, force=force, scratch=pool) for conv, shape, force in cases]
-    assert {key for key in pool if key[0] != "zeros"} == {(0, name) for name in ("d", "e", "m", "f", "stage", "cols",
+    assert {key for key in pool if key[0] != "zeros"} == {(0, name) for name in ("d", "e", "m", "f", "cols",
                                                                                   "y")}
     assert len([key for key in pool if key[0] == "zeros"]) == len(cases)  # padded inputs: no two alike here
     cases.append((make_conv(16, 20, (3, 3), pads=(1, 1, 1, 1), seed=9), cases[0][1], "winograd:4"))
