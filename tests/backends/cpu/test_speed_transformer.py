@@ -140,3 +140,13 @@ def test_flat_gemm1x1_bound_calls_follow_their_arrays(ic: int, oc: int, act: str
         want = np.maximum(want, 0) if act == "relu" else np.clip(want, 0, 6) if act == "relu6" else want
         np.testing.assert_allclose(unpack_nc4hw4(np.ascontiguousarray(out), oc).reshape(m, oc), want, rtol=1e-4,
                                    atol=1e-4)
+
+
+@pytest.mark.parametrize("x_shape", [(37, 20, 1, 1), (1, 20, 5, 6)])  # flat, and folded bias behind layout copies
+def test_gemm1x1_keeps_one_copy_of_its_weights(x_shape: tuple) -> None:
+    from mnnpy.backends.cpu.compute.conv import make_conv2d_kernel
+    from support.models import make_conv
+
+    kernel = make_conv2d_kernel(make_conv(20, 24, (1, 1)), 12, x_shape, force="gemm1x1")
+    assert np.shares_memory(kernel.weight, kernel.w_gemm) and kernel.weight.flags.c_contiguous
+    assert kernel.w_gemm.shape[0] == 20 + (4 if kernel.folded else 0) and kernel.folded == (x_shape[2] > 1)
