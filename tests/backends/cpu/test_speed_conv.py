@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -125,3 +126,28 @@ def test_conv_kernels_share_session_scratch() -> None:
             assert not out[:, -1, ..., oc % 4 or 4:].any()
             ref = reference_conv(x.astype(np.float64), conv, conv2d_params(conv, CONV, shape))
             assert_close(unpack_nc4hw4(out, oc), ref, rtol=2e-5)
+
+
+POOL_CASES = [("MaxPool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])),
+              ("AveragePool", dict(kernel_shape=[3, 2], strides=[2, 3], pads=[1, 0, 1, 1]))]
+
+
+@pytest.mark.parametrize(("op", "attrs"), POOL_CASES)
+def test_pooling_lanes_over_channel_blocks(e2e: Any, monkeypatch: pytest.MonkeyPatch, op: str, attrs: dict) -> None:
+    """Windowed pooling with numThread 2 splits the channel blocks of a > 1 MB input over two lanes (odd block
+    count: unequal bands), against onnxruntime."""
+    from mnnpy.backends.cpu.compute.blas import run_lanes
+    from mnnpy.backends.cpu.ops import pool
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    calls: list[int] = []
+    monkeypatch.setattr(pool, "run_lanes", lambda tasks, n: (calls.append(len(tasks)), run_lanes(tasks, n)))
+    shape = (1, 36, 120, 128)  # 9 channel blocks, 2.2 MB
+    node = h.make_node(op, ["x"], ["y"], **attrs)
+    graph = h.make_graph([node], "p", [h.make_tensor_value_info("x", T.FLOAT, list(shape))],
+                         [h.make_tensor_value_info("y", T.FLOAT, None)])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    e2e.check(model, {"x": x}, rtol=1e-5, atol=1e-6, config={"numThread": 2})
+    assert calls and set(calls) == {2}
