@@ -6,7 +6,8 @@ scratch, and each row keeps only its running max and running sum (FlashAttention
     m' = max(m, rowmax(s));  l' = l * exp(m - m') + rowsum(exp(s - m'));  acc' = acc * exp(m - m') + exp(s - m') @ V
 
 so the scratch is O(H * block_q * block_kv), independent of the sequence length: only the inputs and the output
-[B, Sq, H*Dv] grow (linearly).
+[B, Sq, H*Dv] grow (linearly). When every key fits one block, a plain softmax runs on transposed scores instead, and
+for short sequences (scores up to ``ONE_PASS_BYTES``) all query rows form one block (BERT-4L, ViT-tiny).
 """
 
 from __future__ import annotations
