@@ -13,6 +13,7 @@ from typing import Any
 from mnnpy.core.conv_geometry import conv_weights
 from mnnpy.core.strategy import ConvPlan, plan_conv2d
 
+from .blas import blas_threads
 from .common import COUNTERS, Conv2DKernel, Conv2DParams, conv2d_output_shape, conv2d_params
 from .deconv import DeconvKernel
 from .depthwise import DepthwiseKernel
@@ -58,6 +59,8 @@ def make_conv2d_kernel(conv: Any, op_type: int, in_shape_nchw: tuple, threads: i
     weight, bias = conv_weights(conv, params)
     plan = plan_conv2d(params, shape, threads=threads, force=force, memory_limit=memory_limit)
     plan = replace(plan, threads=max(int(threads), 1))
-    if plan.algorithm in ("winograd", "im2col"):
-        return _KERNELS[plan.algorithm](params, plan, shape, weight, bias, scratch=scratch)
-    return _KERNELS[plan.algorithm](params, plan, shape, weight, bias)
+    extra = {"scratch": scratch} if plan.algorithm in ("winograd", "im2col") else {}
+    # Weight preparation at BLAS 1 thread: its small-K GEMMs (Winograd G g Gᵀ) split over an OpenBLAS pool wait on
+    # the scheduler when the other core is busy (quantised 4 ms stalls): ResNet-18's transforms 90 -> 12 ms.
+    with blas_threads(1):
+        return _KERNELS[plan.algorithm](params, plan, shape, weight, bias, **extra)

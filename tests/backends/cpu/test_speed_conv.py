@@ -151,3 +151,21 @@ def test_pooling_lanes_over_channel_blocks(e2e: Any, monkeypatch: pytest.MonkeyP
     x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
     e2e.check(model, {"x": x}, rtol=1e-5, atol=1e-6, config={"numThread": 2})
     assert calls and set(calls) == {2}
+
+
+def test_weight_preparation_runs_blas_single_threaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """createSession's weight GEMMs run with one BLAS thread (a pool of 2 stalls in 4 ms scheduler ticks when the
+    other core is busy); the caller's pool size is restored."""
+    from mnnpy.backends.cpu.compute import blas, winograd
+    from mnnpy.backends.cpu.compute.conv import make_conv2d_kernel
+
+    if blas.backend() == "none":
+        pytest.skip("no controllable BLAS thread pool")
+    seen: list[int | None] = []
+    original = winograd_conv.transform_weights
+    monkeypatch.setattr(winograd_conv, "transform_weights",
+                        lambda *a: (seen.append(blas.get_blas_threads()), original(*a))[1])
+    with blas.blas_threads(2):
+        make_conv2d_kernel(make_conv(8, 8, (3, 3), pads=(1, 1, 1, 1)), CONV, (1, 8, 12, 12), force="winograd:4")
+        assert blas.get_blas_threads() == 2
+    assert seen == [1] and winograd.transform_weights is original
