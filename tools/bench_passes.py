@@ -1,7 +1,7 @@
 """Latency of transformer models as the converter's transformer pass families are switched on one after another.
 
     python tools/bench_passes.py [--runs N] [--warmup N] [--threads N] [--small] [--models bert4l vit_tiny swin]
-                                 [--markdown FILE]
+                                 [--markdown FILE] [--ab PASS [PASS ...]]
 
 Each model (tools/bench_models.py's BERT-4L and ViT-tiny, the Swin-T stage-1 block pair of
 tests/converter/transformer_models.py: 56x56 tokens, window 7, dim 96, 3 heads, with the classifier's pooled head) is
@@ -18,6 +18,10 @@ All stages of a model are timed interleaved (mnnpy.bench.measure.interleaved) on
 stage's output is compared with onnxruntime. The table gives the data moves in the converted graph
 (token_reorder.count_moves), the runtime Raster commands of the session plan, the summed per-command medians of the
 data-moving commands (Raster, GatherV2, Permute; mnnpy.bench.profile) and the end-to-end latency.
+
+`--ab PASS ...` instead times, per model, the default pipeline (no opt-in passes) against the same pipeline with the
+named passes skipped, interleaved in one process (A B A B ...), and prints median / p10 of each, the ratio and both
+outputs' largest difference to onnxruntime.
 """
 
 from __future__ import annotations
@@ -119,6 +123,41 @@ def bench_model(name: str, model: Any, tmp: Path, runs: int, warmup: int, thread
     return rows
 
 
+def _convert(model: Any, path: Path, skip: set[str]) -> Path:
+    from mnnpy.converter.frontends.onnx import load_onnx
+    from mnnpy.converter.passes import run_pipeline
+    from mnnpy.converter.writer import graph_to_net
+    from mnnpy.schema import save_net
+
+    graph = load_onnx(model)
+    run_pipeline(graph, skip=skip)
+    save_net(graph_to_net(graph), str(path))
+    return path
+
+
+def ab_model(name: str, model: Any, tmp: Path, passes: set[str], runs: int, warmup: int, threads: int) -> str:
+    """One line: the default pipeline (B) against the pipeline without `passes` (A), interleaved."""
+    import onnxruntime as ort
+
+    from mnnpy.bench.engines import MnnpyEngine, random_inputs
+    from mnnpy.bench.measure import interleaved
+
+    engines = [MnnpyEngine(_convert(model, tmp / f"{name}_{tag}.mnn", skip), threads)
+               for tag, skip in (("a", passes), ("b", set()))]
+    feeds = random_inputs(engines[0].input_shapes())
+    ref = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    diffs = []
+    for engine in engines:
+        engine.feed(feeds)
+        engine.run()
+        got = engine.output().reshape(ref.shape)
+        diffs.append(float(np.abs(got - ref).max() / max(float(np.abs(ref).max()), 1e-12)))
+    a, b = interleaved(engines, runs, warmup)
+    return (f"{name}: without {sorted(passes)} {a.median:.2f} ms (p10 {a.p10:.2f}), with {b.median:.2f} ms "
+            f"(p10 {b.p10:.2f}): {b.median / a.median:.3f}x median, {b.p10 / a.p10:.3f}x p10; "
+            f"rel diff vs ORT {diffs[0]:.1e} / {diffs[1]:.1e}")
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     """A markdown table; `vs base` is the stage's median over the model's base median."""
     lines = ["| model | stage | moves | graph ops | runtime Rasters | data-move ms | median ms | p10-p90 ms | vs base "
@@ -141,12 +180,19 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--small", action="store_true", help="small sizes (a quick check, not the report)")
     parser.add_argument("--models", nargs="*", default=["bert4l", "vit_tiny", "swin"])
     parser.add_argument("--markdown", type=Path, help="also write the table to this file")
+    parser.add_argument("--ab", nargs="+", metavar="PASS", help="A/B: default pipeline vs without these passes")
     args = parser.parse_args(argv)
     builders = models(args.small)
     unknown = [m for m in args.models if m not in builders]
     if unknown:
         parser.error(f"unknown model(s) {unknown}; known: {sorted(builders)}")
     rows: list[dict[str, Any]] = []
+    if args.ab:
+        with tempfile.TemporaryDirectory() as tmp:
+            for name in args.models:
+                model = builders[name](Path(tmp))
+                print(ab_model(name, model, Path(tmp), set(args.ab), args.runs, args.warmup, args.threads), flush=True)
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models:
             rows += bench_model(name, builders[name](Path(tmp)), Path(tmp), args.runs, args.warmup, args.threads)
