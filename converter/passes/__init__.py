@@ -13,6 +13,7 @@ from ..graph import Graph
 from . import (
     dedupe,
     fold_constants,
+    fold_layer_norm_affine,
     fuse_attention,
     fuse_binary_into_conv,
     fuse_gelu,
@@ -56,6 +57,7 @@ PIPELINE: list[tuple[str, Pass]] = [
     (transpose.NAME, transpose.apply),
     (token_reorder.NAME, token_reorder.apply),
     (prune_rows.NAME, prune_rows.apply),
+    (fold_layer_norm_affine.NAME, fold_layer_norm_affine.apply),
     (fuse_scale_into_conv.NAME, fuse_scale_into_conv.apply),
     (fuse_binary_into_conv.NAME, fuse_binary_into_conv.apply),
     (fuse_relu_into_conv.NAME, fuse_relu_into_conv.apply),
