@@ -1,18 +1,19 @@
 """Row pruning: compute only the token rows a constant-index selection keeps (ViT's classifier reads the class token).
 
-A GatherV2 with a constant index on a row axis (not the last, channel, axis) of a tensor of known shape, e.g. ViT's
-`x[:, 0]` after the final LayerNorm, needs only some rows of its input. Going back from it, every op whose output is
-read only by the selection or by ops already pruned, and that maps each row on its own, needs only those rows of its
-inputs too: per-token ops (token_reorder.per_token: LayerNorm over channels, unary ops, binary ops with per-channel
-constants, MatMul with constant weights), binary ops of two activations of the output's shape (the residual Adds;
-both sides are selected) and Reshapes that keep the dims up to the row axis. Those ops are re-emitted on the selected
-rows; the selection moves onto their inputs from outside that region (an op that mixes tokens, such as Attention or
-a token Softmax, or a tensor also read elsewhere). In ViT-tiny the last block's output projection, both residual
-Adds, the MLP and the LayerNorms then run on 1 row instead of 197.
+A GatherV2 with a constant index, or a StridedSlice with constant bounds on one axis, on a row axis (not the last,
+channel, axis) of a tensor of known shape, e.g. ViT's `x[:, 0]` after the final LayerNorm, needs only some rows of its
+input. Going back from it, every op whose output is read only by the selection or by ops already pruned, and that
+maps each row on its own, needs only those rows of its inputs too: per-token ops (token_reorder.per_token: LayerNorm
+over channels, unary ops, binary ops with per-channel constants, MatMul with constant weights), binary ops of two
+activations of the output's shape (the residual Adds; both sides are selected) and Reshapes that keep the dims up to
+the row axis. Those ops are re-emitted on the selected rows; the selection moves onto their inputs from outside that
+region (an op that mixes tokens, such as Attention or a token Softmax, or a tensor also read elsewhere). In ViT-tiny
+the last block's output projection, both residual Adds, the MLP and the LayerNorms then run on 1 row instead of 197.
 
-The Attention itself stays whole: official MNN's Attention gives wrong results when the query length differs from
-the key length (fuse_attention.py), so its query rows are not pruned. Shapes come from static_shapes.py; a selection
-whose input shape is not known statically, or whose index is computed at run time, is left alone.
+The Attention itself stays whole: official MNN 3.6.1's Attention is wrong when the query length differs from the key
+length (measured: q [1, 1, 3, 8] against k / v [1, 9, 3, 8], zero mask: max error 2.0 vs numpy, mnnpy 7e-8; also
+fuse_attention.py), so its query rows are not pruned. Shapes come from static_shapes.py; a selection whose input
+shape is not known statically, or whose index is computed at run time, is left alone.
 """
 
 from __future__ import annotations
@@ -43,12 +44,35 @@ class Selection:
     scalar: bool
 
 
-def find(graph: Graph, node: Node, shapes: dict[str, list[int]]) -> Selection | None:
-    """The selection `node` makes, when it is a constant-index GatherV2 on a row axis of a known shape."""
-    if node.op_type != OT.GatherV2 or len(node.inputs) != 3 or len(node.outputs) != 1:
+def _slice(graph: Graph, node: Node, shape: list[int]) -> tuple[np.ndarray, np.ndarray] | None:
+    """(index, axis) of an ONNX-style StridedSlice (fromType 1: begin, end, axes[, steps]) on one axis."""
+    param = node.param
+    consts = [graph.constants.get(name) for name in node.inputs[1:]]
+    if param is None or param.fromType != 1 or len(consts) not in (3, 4) or any(c is None for c in consts) or \
+            any(c.size != 1 for c in consts) or param.beginMask or param.endMask or param.ellipsisMask or \
+            param.newAxisMask or param.shrinkAxisMask:
         return None
-    index, axis = graph.constants.get(node.inputs[1]), graph.constants.get(node.inputs[2])
-    shape = shapes.get(node.inputs[0])
+    begin, end, axis = (int(c.ravel()[0]) for c in consts[:3])
+    step = int(consts[3].ravel()[0]) if len(consts) == 4 else 1
+    ax = axis + len(shape) if axis < 0 else axis
+    if step == 0 or not 0 <= ax < len(shape):
+        return None
+    return np.arange(shape[ax])[slice(begin, end, step)], np.array(axis)
+
+
+def find(graph: Graph, node: Node, shapes: dict[str, list[int]]) -> Selection | None:
+    """The selection `node` makes, when it is a constant-index GatherV2 or a one-axis StridedSlice on a row axis of a
+    known shape."""
+    shape = shapes.get(node.inputs[0]) if node.inputs else None
+    if len(node.outputs) != 1 or shape is None:
+        return None
+    if node.op_type == OT.StridedSlice:
+        found = _slice(graph, node, shape)
+        index, axis = found if found is not None else (None, None)
+    elif node.op_type == OT.GatherV2 and len(node.inputs) == 3:
+        index, axis = graph.constants.get(node.inputs[1]), graph.constants.get(node.inputs[2])
+    else:
+        return None
     if index is None or axis is None or shape is None or index.dtype.kind not in "iu" or index.ndim > 1 or \
             axis.size != 1 or len(shape) < 2:
         return None
@@ -57,7 +81,7 @@ def find(graph: Graph, node: Node, shapes: dict[str, list[int]]) -> Selection | 
     rows = shape[ax] if 0 <= ax < len(shape) - 1 else 0
     flat = index.astype(np.int64).ravel()
     flat = np.where(flat < 0, flat + rows, flat)
-    if rows == 0 or flat.size >= rows or np.any(flat < 0) or np.any(flat >= rows):
+    if rows == 0 or not 0 < flat.size < rows or np.any(flat < 0) or np.any(flat >= rows):
         return None
     return Selection(node, node.inputs[0], ax, flat.astype(np.int32), shape, index.ndim == 0)
 

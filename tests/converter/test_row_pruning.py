@@ -43,7 +43,13 @@ def _builder(seed: int) -> Any:
 
 
 def _finish(g: Any, out: str, index: Any, head: bool = True) -> Any:
-    y = g.op("Gather", [out, g.const(np.asarray(index, np.int64))], axis=1)
+    """`out[:, index]` (Gather) or, for a `slice`, `out[:, start:stop:step]` (Slice), then a linear head."""
+    if isinstance(index, slice):
+        bounds = (np.array([v], np.int64) for v in (index.start, index.stop, 1, index.step or 1))
+        y = g.op("Slice", [out, *(g.const(v) for v in bounds)])
+        index = [0]
+    else:
+        y = g.op("Gather", [out, g.const(np.asarray(index, np.int64))], axis=1)
     if head:
         y = g.op("Gemm", [y if np.ndim(index) == 0 else g.op("Reshape", [y, g.const(np.array([-1, DIM], np.int64))]),
                           g.weight(10, DIM), g.const(np.full(10, 0.1, np.float32))], transB=1)
@@ -102,7 +108,7 @@ def test_vit_last_block_runs_on_the_class_token(tmp_path: Path) -> None:
     assert counts[fold_layer_norm_affine.NAME] == 4  # the pre-attention and pre-MLP LayerNorms of both blocks
 
 
-@pytest.mark.parametrize("index", [[0, 4], -1, [2]])
+@pytest.mark.parametrize("index", [[0, 4], -1, [2], slice(1, 6, 2), slice(-1, TOKENS), slice(TOKENS - 1, 2, -3)])
 def test_vit_row_lists_and_negative_index(tmp_path: Path, index: Any) -> None:
     assert check(vit_like(index), tmp_path)[prune_rows.NAME] == 12
 
