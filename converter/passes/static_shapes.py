@@ -2,8 +2,9 @@
 
 Forward over the ops in topological order: graph inputs with fully known dims, constants, Reshape to a constant
 shape (0 copies the input's dim, one -1 takes the rest), Permute / Transpose, Concat, GatherV2 with constant index,
-BinaryOp (broadcast), MatMul, MNN's Attention ([B, Sq, H, D] query -> [B, Sq, H*Dv]) and the ops that keep their
-input's shape (unary ops, Softmax, LayerNorm, Cast). Every other op's outputs are unknown (absent from the result).
+BinaryOp (broadcast), MatMul, 2-D Convolution (mnnpy.core.shape.conv's output size), MNN's Attention ([B, Sq, H, D]
+query -> [B, Sq, H*Dv]) and the ops that keep their input's shape (unary ops, Softmax, LayerNorm, Cast). Every other
+op's outputs are unknown (absent from the result).
 Used by passes that must prove two tensors have the same rows (prune_rows.py).
 """
 
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 from mnnpy.schema import mnn_generated as fb
+
+from mnnpy.core.shape.conv import conv_out_size
 
 from ..graph import Graph, Node
 
@@ -58,6 +61,17 @@ def _matmul(node: Node, a: Shape, b: Shape) -> Shape | None:
     return [*lead, m, n]
 
 
+def _conv(node: Node, x: Shape) -> Shape | None:
+    common = getattr(node.param, "common", None)
+    if common is None or len(x) != 4 or common.outputCount <= 0:
+        return None
+    pads = [int(p) for p in common.pads] if common.pads is not None and len(common.pads) == 4 else \
+        [common.padY, common.padX, common.padY, common.padX]
+    oh = conv_out_size(x[2], common.kernelY, common.strideY, common.dilateY, pads[0], pads[2], common.padMode)
+    ow = conv_out_size(x[3], common.kernelX, common.strideX, common.dilateX, pads[1], pads[3], common.padMode)
+    return [x[0], common.outputCount, oh, ow] if oh > 0 and ow > 0 else None
+
+
 def _infer(node: Node, graph: Graph, known: dict[str, Shape]) -> Shape | None:
     shapes = [known.get(name) for name in node.inputs]
     first = shapes[0] if shapes else None
@@ -88,6 +102,8 @@ def _infer(node: Node, graph: Graph, known: dict[str, Shape]) -> Shape | None:
         out = list(first)
         out[axis] = sum(s[axis] for s in shapes)
         return out
+    if op in (OT.Convolution, OT.ConvolutionDepthwise) and len(shapes) == 1:
+        return _conv(node, first)
     if op == OT.MatMul and len(shapes) == 2:
         return _matmul(node, shapes[0], shapes[1])
     if op == OT.Attention and len(shapes) >= 3 and all(len(s) == 4 for s in shapes[:3]):

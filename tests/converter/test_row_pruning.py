@@ -197,3 +197,26 @@ def test_each_pass_alone(tmp_path: Path, skip: str) -> None:
     save_net(graph_to_net(graph), str(path))
     got = runners.run_list(path, feeds, [model.graph.output[0].name])[0]
     assert list(got.shape) == [2, 10] and rel_diff(got, ref) <= 1e-4
+
+
+def test_shapes_through_patch_convolution(tmp_path: Path) -> None:
+    """torch's `conv(x).flatten(2).transpose(1, 2)` (Reshape [1, C, -1]): the token count comes from the
+    convolution's output size, so the LayerNorm, MatMul and ReLU after it run on the selected row."""
+    rng = np.random.default_rng(9)
+    inits = {**_norm_inits(rng), "cw": rng.standard_normal((DIM, 3, 4, 4)).astype(np.float32),
+             "flat": np.array([1, DIM, -1], np.int64)}
+    nodes = [oh.make_node("Conv", ["image", "cw"], ["c"], kernel_shape=[4, 4], strides=[4, 4]),
+             oh.make_node("Reshape", ["c", "flat"], ["r"]), oh.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 1]),
+             oh.make_node("LayerNormalization", ["t", "g", "b"], ["n"], axis=-1),
+             oh.make_node("MatMul", ["n", "w"], ["m"]), oh.make_node("Relu", ["m"], ["a"]),
+             oh.make_node("Gather", ["a", "i0"], ["y"], axis=1)]
+    model = make_model(nodes, [("image", TensorProto.FLOAT, [1, 3, 12, 16])], ["y"], inits)
+    graph, counts = convert(model)
+    assert counts[prune_rows.NAME] == 3
+    path = tmp_path / "patch.mnn"
+    save_net(graph_to_net(graph), str(path))
+    feeds = {"image": rng.standard_normal((1, 3, 12, 16)).astype(np.float32)}
+    ref = run_ort(model, feeds)[0]
+    assert rel_diff(runners.run_list(path, feeds, ["y"])[0], ref) <= 1e-4
+    pytest.importorskip("MNN")
+    assert rel_diff(run_mnn(path, feeds, ["y"])[0], ref) <= 1e-4
