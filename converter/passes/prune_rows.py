@@ -157,7 +157,7 @@ def _rewrite(graph: Graph, sel: Selection, nodes: list[Node], shapes: dict[str, 
         shape = graph.add_const(np.asarray(dims, np.int32), "row_shape")
         new.append(Node(sel.gather.name, OT.Reshape, [picked[sel.source], shape], list(sel.gather.outputs),
                         fb.OpParameter.Reshape, param))
-    at = graph.nodes.index(sel.gather)
+    at = next(i for i, n in enumerate(graph.nodes) if n is sel.gather)
     graph.nodes[at:at + 1] = new
 
 
@@ -165,8 +165,9 @@ def apply(graph: Graph) -> int:
     """Returns the number of ops moved onto selected rows."""
     count = 0
     shapes = static_shapes.infer(graph)
+    alive = {id(n) for n in graph.nodes}
     for node in list(graph.nodes):
-        sel = find(graph, node, shapes) if node in graph.nodes else None
+        sel = find(graph, node, shapes) if id(node) in alive else None
         nodes = region(graph, sel, shapes) if sel is not None else []
         if not any(n is graph.producers().get(sel.source) for n in nodes):
             continue
@@ -175,4 +176,5 @@ def apply(graph: Graph) -> int:
         remove_dead.apply(graph)
         graph.nodes[:] = graph.topological_order()
         shapes = static_shapes.infer(graph)
+        alive = {id(n) for n in graph.nodes}
     return count
