@@ -220,3 +220,24 @@ def test_shapes_through_patch_convolution(tmp_path: Path) -> None:
     assert rel_diff(runners.run_list(path, feeds, ["y"])[0], ref) <= 1e-4
     pytest.importorskip("MNN")
     assert rel_diff(run_mnn(path, feeds, ["y"])[0], ref) <= 1e-4
+
+
+@pytest.mark.parametrize("backend", ["opencl", "vulkan"])
+def test_pruned_folded_vit_on_gpu_backends(tmp_path: Path, backend: str) -> None:
+    """The one-row ops, the row Gathers and the LayerNorms without gamma / beta on mnnpy's GPU backends."""
+    from mnnpy.core import registry
+    from mnnpy.core.backend import BackendUnavailable
+
+    try:
+        registry.get_runtime(backend)
+    except BackendUnavailable as exc:
+        pytest.skip(str(exc))
+    model = vit_like([0, 5])
+    graph, counts = convert(model)
+    assert counts[prune_rows.NAME] == 12 and counts[fold_layer_norm_affine.NAME] == 4
+    path = tmp_path / "gpu.mnn"
+    save_net(graph_to_net(graph), str(path))
+    feeds = {"input": np.random.default_rng(10).standard_normal((1, TOKENS, DIM)).astype(np.float32)}
+    name = model.graph.output[0].name
+    got = runners.run_list(path, feeds, [name], config={"backend": backend})[0]
+    assert rel_diff(got, run_ort(model, feeds)[0]) <= 1e-4
