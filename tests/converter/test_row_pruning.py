@@ -108,7 +108,8 @@ def test_vit_last_block_runs_on_the_class_token(tmp_path: Path) -> None:
     assert counts[fold_layer_norm_affine.NAME] == 4  # the pre-attention and pre-MLP LayerNorms of both blocks
 
 
-@pytest.mark.parametrize("index", [[0, 4], -1, [2], slice(1, 6, 2), slice(-1, TOKENS), slice(TOKENS - 1, 2, -3)])
+@pytest.mark.parametrize("index", [[0, 4], -1, [2], [3, 3], slice(1, 6, 2), slice(-1, TOKENS),
+                                   slice(TOKENS - 1, 2, -3)])
 def test_vit_row_lists_and_negative_index(tmp_path: Path, index: Any) -> None:
     assert check(vit_like(index), tmp_path)[prune_rows.NAME] == 12
 
@@ -241,3 +242,14 @@ def test_pruned_folded_vit_on_gpu_backends(tmp_path: Path, backend: str) -> None
     name = model.graph.output[0].name
     got = runners.run_list(path, feeds, [name], config={"backend": backend})[0]
     assert rel_diff(got, run_ort(model, feeds)[0]) <= 1e-4
+
+
+def test_rank2_rows(tmp_path: Path) -> None:
+    """[L, C] without a batch axis: rows are axis 0."""
+    rng = np.random.default_rng(11)
+    inits = {**_norm_inits(rng), "flat": np.array([TOKENS, DIM], np.int64), "rows": np.array([1, 7], np.int64)}
+    nodes = [oh.make_node("Reshape", ["input", "flat"], ["x"]),
+             oh.make_node("LayerNormalization", ["x", "g", "b"], ["n"], axis=-1),
+             oh.make_node("MatMul", ["n", "w"], ["m"]), oh.make_node("Sigmoid", ["m"], ["s"]),
+             oh.make_node("Add", ["s", "x"], ["a"]), oh.make_node("Gather", ["a", "rows"], ["y"], axis=0)]
+    assert check(_small(nodes, inits), tmp_path)[prune_rows.NAME] == 4
