@@ -75,28 +75,38 @@ def erf(x: np.ndarray) -> np.ndarray:
 
 _ERF_P = 0.3275911
 _ERF_COEFFS = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+_LOG2_E = 1.4426950408889634
 
 
-def gelu_erf(x: np.ndarray, out: np.ndarray, a: np.ndarray, t: np.ndarray) -> None:
-    """``out = 0.5 x (1 + erf(x / sqrt 2))`` in place, with ``erf``'s formula, ~20 passes and no temporaries.
+def gelu_erf(x: np.ndarray, out: np.ndarray, a: np.ndarray, t: np.ndarray, b: np.ndarray | None = None) -> None:
+    """``out = 0.5 x (1 + erf(x / sqrt 2))`` with ``erf``'s formula, ~19 passes and no temporaries.
 
-    With z = |x| / sqrt 2 and q = 0.5 P(t) exp(-z²) (so erf(z) = 1 - 2q): GELU = relu(x) - |x| q for either sign.
-    ``a`` and ``t`` are scratch arrays shaped like ``x``. 1.35x faster than the expression with temporaries.
+    With z = |x| / sqrt 2 and q = 0.5 P(t) exp(-z²) (so erf(z) = 1 - 2q): GELU = relu(x) - |x| q for either sign
+    (no cancellation for negative x). ``a``, ``t`` and ``b`` are scratch arrays shaped like ``x`` (``b`` keeps |x|;
+    None computes it twice). exp(-z²) is taken as exp2(-x² log2(e) / 2): numpy's float32 exp2 is ~1.7x faster than
+    its exp here (128 x 1024: 39 vs 66 us) and the constant folds into the scaling pass. Each numpy pass runs at
+    L2 speed; row blocks that stay in L1/L2 only add call overhead (measured: 64-row blocks equal, smaller slower).
     """
     f32 = np.float32
-    np.abs(x, out=t)
-    t *= f32(_ERF_P * 0.7071067811865476)
+    if b is None:
+        np.abs(x, out=t)
+        t *= f32(_ERF_P * 0.7071067811865476)
+    else:
+        np.abs(x, out=b)
+        np.multiply(b, f32(_ERF_P * 0.7071067811865476), out=t)
     t += f32(1.0)
     np.divide(f32(1.0), t, out=t)  # np.reciprocal takes a slow float32 loop here (27 vs 14 us on 197x768)
     np.square(x, out=a)
-    a *= f32(-0.5)
-    np.exp(a, out=a)
-    np.multiply(t, f32(0.5 * _ERF_COEFFS[4]), out=out)
+    a *= f32(-0.5 * _LOG2_E)
+    np.exp2(a, out=a)
+    np.multiply(t, f32(-0.5 * _ERF_COEFFS[4]), out=out)  # -q = -0.5 P(t) exp(-z²), by Horner on negated terms
     for c in _ERF_COEFFS[3::-1]:
-        out += f32(0.5 * c)
+        out += f32(-0.5 * c)
         out *= t
     out *= a
-    np.abs(x, out=a)
-    out *= a
+    if b is None:
+        np.abs(x, out=a)
+        b = a
+    out *= b
     np.clip(x, f32(0.0), f32(np.inf), out=a)  # relu: faster than maximum with a scalar
-    np.subtract(a, out, out=out)
+    out += a

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 from mnnpy.backends.cpu.layout import zero_tail
@@ -74,11 +75,11 @@ class Unary(CPUExecution):
         self.fn = UNARY[kind]
         self.algorithm = f"unary-{kind}"
         plain = self.x.array.dtype == np.float32 and not np.shares_memory(self.x.array, self.y.array)
-        if kind == 33 and plain:  # GELU (erf): in place, scratch shared by shape
+        if kind == 33 and plain:  # GELU (erf): three scratch arrays shared by shape, no temporaries
             key = ("gelu-scratch", self.x.array.shape)
-            pair = self.backend.kernel_cache.get(key) or (np.empty_like(self.x.array), np.empty_like(self.x.array))
-            self.backend.kernel_cache[key] = pair
-            self.fn = lambda x, out: gelu_erf(x, out, *pair)
+            a, t, b = self.backend.kernel_cache.get(key) or tuple(np.empty_like(self.x.array) for _ in range(3))
+            self.backend.kernel_cache[key] = (a, t, b)
+            self.fn = partial(gelu_erf, a=a, t=t, b=b)
             self.algorithm = "gelu-erf"
 
     def on_execute(self) -> None:
