@@ -8,6 +8,13 @@ scratch, and each row keeps only its running max and running sum (FlashAttention
 so the scratch is O(H * block_q * block_kv), independent of the sequence length: only the inputs and the output
 [B, Sq, H*Dv] grow (linearly). When every key fits one block, a plain softmax runs on transposed scores instead, and
 for short sequences (scores up to ``ONE_PASS_BYTES``) all query rows form one block (BERT-4L, ViT-tiny).
+
+Without a mask, that one-block softmax shifts each query's scores by their mean over the keys instead of their max
+(softmax is shift-invariant): q·(k - mean k) is the shifted score, so the shift rides in the scores GEMM on centred
+keys (one pass over K) and the max reduction and the subtraction over the scores go away. The mean is below the
+max, so the largest term is at least 1 (no underflow); the column sums show the rest: a sum >= 2^64 (a score
+spread over 44 natural units: overflow possible) or NaN redoes the block with the exact max. Unmasked one-block
+scores are in log2 units (scale * log2(e) on the query) for numpy's exp2, ~1.6x faster than its exp here.
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ import numpy as np
 BLOCK_Q = 128
 BLOCK_KV = 512
 ONE_PASS_BYTES = 1 << 20  # all query rows in one block when the [H, Skv, Sq] scores fit in this (L2-sized)
+LOG2_E = 1.4426950408889634
+SUM_LIMIT = 2.0 ** 64  # mean-shifted column sums at or above this are redone with the exact max
 
 
 @dataclass
@@ -36,10 +45,17 @@ class AttentionPlan:
     block_kv: int
 
     @property
+    def one_block(self) -> bool:
+        """Every key in one block: a plain softmax (see ``_single_block``)."""
+        return self.seq_kv <= self.block_kv
+
+    @property
     def scratch_bytes(self) -> int:
-        """Bytes of the scratch: a scaled query block, a score block, accumulators (bounded by the block sizes)."""
+        """Bytes of the scratch: a scaled query block, a score block, accumulators (bounded by the block sizes), and
+        with one key block the centred keys and their mean."""
         h, bq, bk = self.heads, self.block_q, self.block_kv
-        return 4 * h * bq * (self.head_dim + bk + 2 * self.value_dim + 4)
+        keys = (self.seq_kv + 1) * self.kv_heads * self.head_dim if self.one_block else 0
+        return 4 * (h * bq * (self.head_dim + bk + 2 * self.value_dim + 4) + keys)
 
 
 def plan(q_shape: tuple[int, ...], k_shape: tuple[int, ...], v_shape: tuple[int, ...], block_q: int | None = None,
@@ -68,12 +84,16 @@ class Scratch:
     row_sum: np.ndarray
     new_max: np.ndarray
     alpha: np.ndarray
+    keys: np.ndarray
+    key_mean: np.ndarray
 
     def __init__(self, p: AttentionPlan, buffer: np.ndarray | None = None) -> None:
         h, bq, bk = p.heads, p.block_q, p.block_kv
+        kv = p.seq_kv if p.one_block else 0
         shapes = {"query": (h, bq, p.head_dim), "scores": (h, bq, bk), "acc": (h, bq, p.value_dim),
                   "part": (h, bq, p.value_dim), "row_max": (h, bq, 1), "row_sum": (h, bq, 1), "new_max": (h, bq, 1),
-                  "alpha": (h, bq, 1)}
+                  "alpha": (h, bq, 1), "keys": (kv, p.kv_heads, p.head_dim), "key_mean": (1 if kv else 0,
+                                                                                         p.kv_heads * p.head_dim)}
         flat = np.empty(p.scratch_bytes // 4, np.float32) if buffer is None else \
             buffer.reshape(-1).view(np.float32)[: p.scratch_bytes // 4]
         offset = 0
@@ -113,22 +133,29 @@ def run(q: np.ndarray, k: np.ndarray, v: np.ndarray, out: np.ndarray, p: Attenti
     s = scratch
     rep = p.heads // p.kv_heads
     out4 = out.reshape(p.batch, p.seq_q, p.heads, p.value_dim)
+    centred = p.one_block and mask is None and not causal  # mean-shifted scores in log2 units (module docstring)
+    q_scale = np.float32(scale * LOG2_E if centred else scale)
     for b in range(p.batch):
         kb = b if k.shape[0] > 1 else 0
         keys = k[kb].transpose(1, 2, 0)  # [Hkv, D, Skv] and [Hkv, Skv, Dv]: strided views BLAS reads as they are
-        values = v[kb].transpose(1, 0, 2)
-        if rep > 1:
-            keys, values = np.repeat(keys, rep, axis=0), np.repeat(values, rep, axis=0)
+        values = _heads(v[kb].transpose(1, 0, 2), rep)
+        shifted = _heads(_centre(k[kb], s).transpose(1, 2, 0), rep) if centred else None
+        if shifted is None:
+            keys = _heads(keys, rep)
         for r0 in range(0, p.seq_q, p.block_q):
             r1 = min(r0 + p.block_q, p.seq_q)
             n = r1 - r0
             rows = slice(r0, r1)
             query, acc = s.query[:, :n], s.acc[:, :n]
-            np.multiply(q[b, rows].transpose(1, 0, 2), np.float32(scale), out=query)
-            if p.seq_kv <= p.block_kv:  # one key block: a plain softmax, normalised after the V product
+            np.multiply(q[b, rows].transpose(1, 0, 2), q_scale, out=query)
+            if p.one_block:  # a plain softmax, normalised after the V product
+                if shifted is not None:
+                    if _single_block(query, shifted, values, acc, s, n, None, None, out4[b, rows], True, np.exp2):
+                        continue
+                    keys = _heads(k[kb].transpose(1, 2, 0), rep)  # a spread over 2^64: the exact max
                 _single_block(query, keys, values, acc, s, n, _block_mask(mask, b, rows, slice(0, p.seq_kv)),
                               causal_bias(rows, slice(0, p.seq_kv), p.seq_q, p.seq_kv) if causal else None,
-                              out4[b, rows])
+                              out4[b, rows], exp=np.exp2 if centred else np.exp)
                 continue
             m, lsum, new_m, alpha = s.row_max[:, :n], s.row_sum[:, :n], s.new_max[:, :n], s.alpha[:, :n]
             m.fill(-np.inf)
@@ -162,12 +189,30 @@ def run(q: np.ndarray, k: np.ndarray, v: np.ndarray, out: np.ndarray, p: Attenti
             out4[b, rows] = acc.transpose(1, 0, 2)
 
 
+def _heads(x: np.ndarray, rep: int) -> np.ndarray:
+    """Key / value heads repeated for grouped queries (a copy only when rep > 1)."""
+    return np.repeat(x, rep, axis=0) if rep > 1 else x
+
+
+def _centre(keys: np.ndarray, s: Scratch) -> np.ndarray:
+    """``keys`` [Skv, Hkv, D] minus their mean over the keys, into the scratch (the mean as a GEMV with ones)."""
+    skv = keys.shape[0]
+    np.matmul(s.ones[:, :skv], keys.reshape(skv, -1), out=s.key_mean)
+    s.key_mean *= np.float32(1.0 / skv)
+    np.subtract(keys, s.key_mean.reshape(keys.shape[1:]), out=s.keys)
+    return s.keys
+
+
 def _single_block(query: np.ndarray, keys: np.ndarray, values: np.ndarray, acc: np.ndarray, s: Scratch, n: int,
-                  bias: np.ndarray | None, causal: np.ndarray | None, out: np.ndarray) -> None:
+                  bias: np.ndarray | None, causal: np.ndarray | None, out: np.ndarray, shifted: bool = False,
+                  exp: np.ufunc = np.exp) -> bool:
     """All keys fit in one block: a plain softmax on transposed scores [H, Skv, n] (keys down, queries across), so
     the max over the keys is an elementwise max of contiguous rows (numpy's per-row reductions along a short last
     axis are ~1.5x slower); the row sums come as a GEMV with ones; ``out`` [n, H, Dv] = (P @ V) / rowsum, one pass
-    (the division touches [n, H, Dv], not the scores)."""
+    (the division touches [n, H, Dv], not the scores).
+
+    ``shifted``: the keys are centred, so the scores come already shifted by their mean (no max, no subtraction);
+    returns False, leaving ``out`` alone, when a column sum reaches ``SUM_LIMIT`` or is NaN (redo with the max)."""
     h, skv = keys.shape[0], keys.shape[2]
     bq = s.query.shape[1]
     scores = s.scores.reshape(-1)[: h * skv * bq].reshape(h, skv, bq)[:, :, :n]
@@ -176,15 +221,20 @@ def _single_block(query: np.ndarray, keys: np.ndarray, values: np.ndarray, acc: 
         scores += bias.transpose(0, 2, 1)
     if causal is not None:
         scores += causal.T
-    col_max = s.row_max.reshape(h, 1, bq)[:, :, :n]
-    np.max(scores, axis=1, keepdims=True, out=col_max)
-    if bias is not None or causal is not None:
-        col_max[~np.isfinite(col_max)] = 0.0  # a fully hidden query: exp gives zeros, the sum is set to 1 below
-    scores -= col_max
-    np.exp(scores, out=scores)
+    if not shifted:
+        col_max = s.row_max.reshape(h, 1, bq)[:, :, :n]
+        np.max(scores, axis=1, keepdims=True, out=col_max)
+        if bias is not None or causal is not None:
+            col_max[~np.isfinite(col_max)] = 0.0  # a fully hidden query: exp gives zeros, the sum is set to 1 below
+        scores -= col_max
+    with np.errstate(over="ignore"):  # shifted: a large spread overflows to inf, caught below
+        exp(scores, out=scores)
     col_sum = s.row_sum.reshape(h, 1, bq)[:, :, :n]
     np.matmul(s.ones[:, :skv], scores, out=col_sum)
+    if shifted and not np.max(col_sum) < SUM_LIMIT:
+        return False
     if bias is not None or causal is not None:
         col_sum[col_sum == 0] = 1.0
     np.matmul(scores.transpose(0, 2, 1), values, out=acc)
     np.divide(acc.transpose(1, 0, 2), col_sum.transpose(2, 0, 1), out=out)
+    return True

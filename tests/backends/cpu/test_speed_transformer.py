@@ -181,3 +181,49 @@ def test_gelu_erf_exp2_form_matches_float64(with_abs_scratch: bool) -> None:
     neg = (x < -1) & (x > -9)
     rel = np.abs(out[neg] - same_poly[neg]) / np.abs(same_poly[neg])
     assert np.all(rel < 1.2e-7 * (v[neg] ** 2 / 2 + 8)), rel.max()
+
+
+@pytest.mark.parametrize(("shape", "kv", "block_q", "spread"), [
+    ((1, 128, 4, 64), (1, 128, 4, 64), None, 2.0),  # BERT-4L's unmasked attention: centred keys, exp2
+    ((2, 9, 4, 8), (1, 11, 2, 8), None, 2.0),  # grouped heads, one key batch for two query batches
+    ((1, 40, 2, 16), (1, 40, 2, 16), 16, 2.0),  # several query blocks over one key block (keys centred once)
+    ((1, 33, 2, 16), (1, 33, 2, 16), None, 80.0),  # score spread over 44 natural units: redone with the exact max
+])
+def test_unmasked_one_block_attention_shifts_by_the_mean(monkeypatch: pytest.MonkeyPatch, shape: tuple, kv: tuple,
+                                                         block_q: int | None, spread: float) -> None:
+    """Without a mask the one-block softmax shifts the scores by their mean over the keys (centred keys, so no max
+    and no subtraction) and falls back to the exact max when a column sum shows a spread too large for float32."""
+    rng = np.random.default_rng(7)
+    q = (rng.standard_normal(shape) * spread).astype(np.float32)
+    k, v = (rng.standard_normal(kv).astype(np.float32) * (spread if i == 0 else 1) for i in range(2))
+    plan = blocked.plan(q.shape, k.shape, v.shape, block_q)
+    assert plan.one_block and plan.block_q == (block_q or shape[1])
+    calls: list[bool] = []
+    single = blocked._single_block
+
+    def spy(*args: object, **kwargs: object) -> bool:
+        ok = single(*args, **kwargs)
+        calls.append(bool(args[9] if len(args) > 9 else kwargs.get("shifted", False)))
+        return ok
+
+    monkeypatch.setattr(blocked, "_single_block", spy)
+    scratch = blocked.Scratch(plan, np.full(plan.scratch_bytes, 0xFF, np.uint8))  # NaN-filled arena chunk
+    out = np.full((shape[0], shape[1], shape[2] * kv[3]), np.nan, np.float32)
+    for _ in range(2):  # a reused scratch
+        blocked.run(q, k, v, out, plan, scratch, None, False, 1.0 / np.sqrt(shape[3]))
+    want = references.attention(q, k, v, None, False)
+    np.testing.assert_allclose(out, want, rtol=2e-5, atol=2e-6 * max(1.0, float(np.abs(want).max())))
+    blocks = shape[0] * -(-shape[1] // plan.block_q)
+    redone = calls.count(False)
+    assert calls.count(True) == 2 * blocks and redone == (2 * blocks if spread > 10 else 0)
+
+
+def test_unmasked_one_block_attention_propagates_nan() -> None:
+    """A NaN key (the shifted sums are NaN) goes through the exact path and gives NaN, as the reference does."""
+    rng = np.random.default_rng(8)
+    q, k, v = (rng.standard_normal((1, 6, 2, 4)).astype(np.float32) for _ in range(3))
+    k[0, 3, 1, 2] = np.nan
+    plan = blocked.plan(q.shape, k.shape, v.shape)
+    out = np.zeros((1, 6, 8), np.float32)
+    blocked.run(q, k, v, out, plan, blocked.Scratch(plan), None, False, 0.5)
+    assert np.all(np.isnan(out[..., 4:])) and np.all(np.isfinite(out[..., :4]))
