@@ -139,7 +139,7 @@ def run(q: np.ndarray, k: np.ndarray, v: np.ndarray, out: np.ndarray, p: Attenti
         kb = b if k.shape[0] > 1 else 0
         keys = k[kb].transpose(1, 2, 0)  # [Hkv, D, Skv] and [Hkv, Skv, Dv]: strided views BLAS reads as they are
         values = _heads(v[kb].transpose(1, 0, 2), rep)
-        shifted = _heads(_centre(k[kb], s).transpose(1, 2, 0), rep) if centred else None
+        shifted = _heads(_centre(k[kb], s, q_scale).transpose(1, 2, 0), rep) if centred else None
         if shifted is None:
             keys = _heads(keys, rep)
         for r0 in range(0, p.seq_q, p.block_q):
@@ -147,13 +147,14 @@ def run(q: np.ndarray, k: np.ndarray, v: np.ndarray, out: np.ndarray, p: Attenti
             n = r1 - r0
             rows = slice(r0, r1)
             query, acc = s.query[:, :n], s.acc[:, :n]
+            if shifted is not None:  # the scale is in the keys: q as it is (a strided view BLAS reads)
+                if _single_block(q[b, rows].transpose(1, 0, 2), shifted, values, s, n, None, None, out4[b, rows],
+                                 True, np.exp2):
+                    continue
+                keys = _heads(k[kb].transpose(1, 2, 0), rep)  # a spread over 2^64: the exact max
             np.multiply(q[b, rows].transpose(1, 0, 2), q_scale, out=query)
             if p.one_block:  # a plain softmax, normalised after the V product
-                if shifted is not None:
-                    if _single_block(query, shifted, values, acc, s, n, None, None, out4[b, rows], True, np.exp2):
-                        continue
-                    keys = _heads(k[kb].transpose(1, 2, 0), rep)  # a spread over 2^64: the exact max
-                _single_block(query, keys, values, acc, s, n, _block_mask(mask, b, rows, slice(0, p.seq_kv)),
+                _single_block(query, keys, values, s, n, _block_mask(mask, b, rows, slice(0, p.seq_kv)),
                               causal_bias(rows, slice(0, p.seq_kv), p.seq_q, p.seq_kv) if causal else None,
                               out4[b, rows], exp=np.exp2 if centred else np.exp)
                 continue
@@ -194,22 +195,23 @@ def _heads(x: np.ndarray, rep: int) -> np.ndarray:
     return np.repeat(x, rep, axis=0) if rep > 1 else x
 
 
-def _centre(keys: np.ndarray, s: Scratch) -> np.ndarray:
-    """``keys`` [Skv, Hkv, D] minus their mean over the keys, into the scratch (the mean as a GEMV with ones)."""
+def _centre(keys: np.ndarray, s: Scratch, scale: np.float32) -> np.ndarray:
+    """``scale`` (keys [Skv, Hkv, D] minus their mean over the keys), into the scratch (the mean as a GEMV)."""
     skv = keys.shape[0]
     np.matmul(s.ones[:, :skv], keys.reshape(skv, -1), out=s.key_mean)
     s.key_mean *= np.float32(1.0 / skv)
     np.subtract(keys, s.key_mean.reshape(keys.shape[1:]), out=s.keys)
+    s.keys *= scale
     return s.keys
 
 
-def _single_block(query: np.ndarray, keys: np.ndarray, values: np.ndarray, acc: np.ndarray, s: Scratch, n: int,
+def _single_block(query: np.ndarray, keys: np.ndarray, values: np.ndarray, s: Scratch, n: int,
                   bias: np.ndarray | None, causal: np.ndarray | None, out: np.ndarray, shifted: bool = False,
                   exp: np.ufunc = np.exp) -> bool:
     """All keys fit in one block: a plain softmax on transposed scores [H, Skv, n] (keys down, queries across), so
     the max over the keys is an elementwise max of contiguous rows (numpy's per-row reductions along a short last
-    axis are ~1.5x slower); the row sums come as a GEMV with ones; ``out`` [n, H, Dv] = (P @ V) / rowsum, one pass
-    (the division touches [n, H, Dv], not the scores).
+    axis are ~1.5x slower); the row sums come as a GEMV with ones; P @ V goes straight into ``out`` [n, H, Dv] (a
+    strided view BLAS writes), then one pass scales it by 1 / rowsum (it touches [n, H, Dv], not the scores).
 
     ``shifted``: the keys are centred, so the scores come already shifted by their mean (no max, no subtraction);
     returns False, leaving ``out`` alone, when a column sum reaches ``SUM_LIMIT`` or is NaN (redo with the max)."""
@@ -235,6 +237,7 @@ def _single_block(query: np.ndarray, keys: np.ndarray, values: np.ndarray, acc: 
         return False
     if bias is not None or causal is not None:
         col_sum[col_sum == 0] = 1.0
-    np.matmul(scores.transpose(0, 2, 1), values, out=acc)
-    np.divide(acc.transpose(1, 0, 2), col_sum.transpose(2, 0, 1), out=out)
+    np.divide(np.float32(1.0), col_sum, out=col_sum)
+    np.matmul(scores.transpose(0, 2, 1), values, out=out.transpose(1, 0, 2))
+    out *= col_sum.transpose(2, 0, 1)
     return True

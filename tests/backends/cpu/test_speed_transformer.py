@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
 from pathlib import Path
 
@@ -203,7 +204,7 @@ def test_unmasked_one_block_attention_shifts_by_the_mean(monkeypatch: pytest.Mon
 
     def spy(*args: object, **kwargs: object) -> bool:
         ok = single(*args, **kwargs)
-        calls.append(bool(args[9] if len(args) > 9 else kwargs.get("shifted", False)))
+        calls.append(bool(inspect.signature(single).bind(*args, **kwargs).arguments.get("shifted", False)))
         return ok
 
     monkeypatch.setattr(blocked, "_single_block", spy)
