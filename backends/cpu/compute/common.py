@@ -161,6 +161,24 @@ def copy_channels(dst: np.ndarray, src: np.ndarray) -> None:
         np.copyto(d, s)
 
 
+def input_rows(images: tuple[int, int], padded_rows: tuple[int, int], pad_top: int, height: int) -> tuple[int, ...]:
+    """(n0, n1, first, end): the input rows behind padded-buffer rows ``[padded_rows)`` of images ``[images)``."""
+    return (*images, max(0, padded_rows[0] - pad_top), min(height, padded_rows[1] - pad_top))
+
+
+def copy_input_rows(interior: np.ndarray, x: np.ndarray, rows: tuple[int, ...], channels_only: bool = False) -> None:
+    """Copy rows ``(n0, n1, first, end)`` of NC4HW4 ``x`` into the NHWC ``interior`` view of a padded input buffer
+    (``copy_pixels``, or ``copy_channels`` for an unpadded C-channel buffer). With lanes, each lane copies the rows
+    its own block reads; neighbouring blocks' halo rows are written twice with the same values."""
+    n0, n1, first, end = rows
+    if end <= first:
+        return
+    if channels_only:
+        copy_channels(interior[n0:n1, first:end], x[n0:n1, :, first:end])
+    else:
+        copy_pixels(interior[n0:n1, first:end], x[n0:n1, :, first:end], (0, 2, 3, 1))
+
+
 def scatter_groups(y_groups: np.ndarray, y_flat: np.ndarray, channels: int) -> None:
     """Copy a ``[G, M, ocg]`` grouped GEMM result into the first ``channels`` columns of ``[M, OCp]``."""
     g, m, ocg = y_groups.shape

@@ -32,7 +32,9 @@ from .common import (
     Conv2DParams,
     ceil4,
     copy_channels,
+    copy_input_rows,
     copy_pixels,
+    input_rows,
     nhwc_view,
     scratch_buffer,
     shared_zeros,
@@ -103,6 +105,9 @@ class Im2ColKernel(Conv2DKernel):
                     steps.append((dst, src, mat, grouped[:, :m], scatter, tile))
             self.lanes.append(steps)
         self.steps = self.lanes[0]
+        # with lanes, each tile's lane copies the input rows the tile reads (the input copy runs in parallel too)
+        self.in_rows = [input_rows((n0, n1), (r0 * sh, (r1 - 1) * sh + (kh - 1) * dh + 1), pt, h)
+                        for n0, n1, r0, r1 in tiles]
         packed = np.zeros((g, k_len, on), dtype=np.float32)
         taps = packed[:, :taps_len].reshape(g, kh, kw, kc, on)
         taps[:, :, :, :icg, :ocg] = weight.reshape(g, ocg, icg, kh, kw).transpose(0, 3, 4, 2, 1)
@@ -113,10 +118,11 @@ class Im2ColKernel(Conv2DKernel):
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out`` (tiles claimed by ``numThread`` lanes)."""
-        if self.fold_bias:
-            copy_channels(self.interior, x)
-        else:
-            copy_pixels(self.interior, x, (0, 2, 3, 1))  # one hand-off per run: waking a lane costs ~0.1 ms on a VM
+        if self.bands is not None or len(self.lanes) == 1:  # else each lane copies the rows of its tiles
+            if self.fold_bias:
+                copy_channels(self.interior, x)
+            else:
+                copy_pixels(self.interior, x, (0, 2, 3, 1))
         claim = itertools.count().__next__  # atomic under the GIL
         if self.bands is not None:
             np.copyto(self.steps[0][0], self.steps[0][1])
@@ -125,11 +131,15 @@ class Im2ColKernel(Conv2DKernel):
         if len(self.lanes) == 1:
             self._run_steps(self.steps, out, claim)
             return
-        run_lanes([partial(self._run_steps, lane, out, claim) for lane in self.lanes], self.plan.threads)
+        run_lanes([partial(self._run_steps, lane, out, claim, x) for lane in self.lanes], self.plan.threads)
 
-    def _run_steps(self, steps: list[tuple[Any, ...]], out: np.ndarray, claim: Callable[[], int]) -> None:
-        """Claim the next unclaimed tile until none is left (the steps use this lane's column buffer)."""
+    def _run_steps(self, steps: list[tuple[Any, ...]], out: np.ndarray, claim: Callable[[], int],
+                   x: np.ndarray | None = None) -> None:
+        """Claim the next unclaimed tile until none is left (the steps use this lane's column buffer); with ``x``,
+        copy the input rows of each tile first."""
         while (k := claim()) < len(steps):
+            if x is not None:
+                copy_input_rows(self.interior, x, self.in_rows[k], self.fold_bias)
             cols, windows, cols_mat, y_rows, scatter, (n0, n1, r0, r1, y_tile, y_pixels) = steps[k]
             np.copyto(cols, windows)
             np.matmul(cols_mat, self.weight, out=y_rows)

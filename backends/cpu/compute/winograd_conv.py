@@ -34,7 +34,9 @@ from .common import (
     Conv2DKernel,
     Conv2DParams,
     ceil4,
+    copy_input_rows,
     copy_pixels,
+    input_rows,
     nhwc_view,
     scratch_buffer,
     shared_zeros,
@@ -63,6 +65,7 @@ class _Block(NamedTuple):
     y_rows: np.ndarray
     tiles: np.ndarray
     rows: tuple[int, int, int, int]  # n0, n1, first output row, last output row (exclusive)
+    in_rows: tuple[int, ...]  # n0, n1, first and end input row its tiles read (copied in by its lane with lanes)
 
 
 class WinogradKernel(Conv2DKernel):
@@ -107,7 +110,7 @@ class WinogradKernel(Conv2DKernel):
         t_max = max((n1 - n0) * (r1 - r0) * tw for n0, n1, r0, r1 in blocks)
         ones = [x for x in range(a) if np.all(mat_a[x] == 1.0)]  # Aᵀ e_x = 1: bias added to M there reaches all of Y
         self.bias_position = ones[0] * a + ones[0] if ones else None
-        dims = (a, u, tw, cp, ocp, g, c, oc, oh)
+        dims = (a, u, tw, cp, ocp, g, c, oc, oh, k, pt, h)
         # Each lane owns scratch and a view of every block on it; at run time the lanes claim blocks one by one, so
         # a lane whose core is taken by another process leaves its share to the others instead of stalling the run.
         self.lanes = []
@@ -130,7 +133,7 @@ class WinogradKernel(Conv2DKernel):
     @staticmethod
     def _block(scratch: dict[str, np.ndarray], windows: np.ndarray, blk: tuple[int, int, int, int],
                dims: tuple[int, ...], bias_position: int | None) -> _Block:
-        a, u, tw, cp, ocp, g, c, oc, oh = dims
+        a, u, tw, cp, ocp, g, c, oc, oh, k, pt, h = dims
         n0, n1, r0, r1 = blk
         nb, rb = n1 - n0, r1 - r0
         t = nb * rb * tw
@@ -157,14 +160,18 @@ class WinogradKernel(Conv2DKernel):
         # both sides are batched over the second axis (transposed views, no copies).
         return _Block(windows[:, :, n0:n1, r0:r1], d, _by_columns(d, a), _by_columns(e, a), e.reshape(a, a, -1), v,
                       v_groups, m_groups, m_scatter, _by_columns(m.reshape(a, -1), a), m_bias, _by_columns(f, a),
-                      f.reshape(u, a, -1), y, y.reshape(u, u, t, ocp), tiles, (n0, n1, r0 * u, row_end))
+                      f.reshape(u, a, -1), y, y.reshape(u, u, t, ocp), tiles, (n0, n1, r0 * u, row_end),
+                      input_rows((n0, n1), (r0 * u, r1 * u + k - 1), pt, h))
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out`` (blocks, or the GEMM positions, spread over lanes)."""
-        copy_pixels(self.interior, x, (0, 2, 3, 1))  # one hand-off per run: waking a lane costs ~0.1 ms on a VM
+        split = self.positions is None and len(self.lanes) > 1  # each lane copies the input rows of its blocks
+        if not split:
+            copy_pixels(self.interior, x, (0, 2, 3, 1))
         if self.positions is None:
             claim = itertools.count().__next__  # atomic under the GIL
-            run_lanes([partial(self._run_blocks, lane, out, claim) for lane in self.lanes], self.plan.threads)
+            run_lanes([partial(self._run_blocks, lane, out, claim, x if split else None) for lane in self.lanes],
+                      self.plan.threads)
             return
         b = self.blocks[0]
         self._transform_in(b)
@@ -179,10 +186,14 @@ class WinogradKernel(Conv2DKernel):
     def _gemm(self, b: _Block, p0: int, p1: int) -> None:
         np.matmul(b.v_groups[p0:p1], self.weight[p0:p1], out=b.m_groups[p0:p1])
 
-    def _run_blocks(self, blocks: list[_Block], out: np.ndarray, claim: Callable[[], int]) -> None:
-        """Claim the next unclaimed block until none is left (the blocks are views on this lane's scratch)."""
+    def _run_blocks(self, blocks: list[_Block], out: np.ndarray, claim: Callable[[], int],
+                    x: np.ndarray | None = None) -> None:
+        """Claim the next unclaimed block until none is left (the blocks are views on this lane's scratch); with
+        ``x``, copy the input rows each block reads first (lanes: the input copy runs in parallel too)."""
         while (k := claim()) < len(blocks):
             b = blocks[k]
+            if x is not None:
+                copy_input_rows(self.interior, x, b.in_rows)
             self._transform_in(b)
             self._gemm(b, 0, len(self.weight))
             self._transform_out(b, out)

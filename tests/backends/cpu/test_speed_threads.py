@@ -69,3 +69,35 @@ def test_run_lanes_nested_and_concurrent_callers_run_inline() -> None:
     assert not errors
     np.testing.assert_array_equal(out[[0, 1, 4, 5]], 1.0)
     np.testing.assert_array_equal(results, np.arange(1, 5)[:, None] * np.ones((4, 64)))
+
+
+@pytest.mark.parametrize(("kind", "ic", "oc", "k", "stride", "pads", "hw", "n"),
+                         [("winograd:2", 8, 12, 3, 1, (1, 1, 1, 1), (13, 11), 1),
+                          ("winograd:4", 6, 8, 3, 1, (2, 0, 1, 2), (17, 10), 2),
+                          ("winograd:6", 4, 4, 3, 1, (1, 1, 1, 1), (30, 9), 1),
+                          ("im2col", 8, 8, 3, 2, (1, 1, 1, 1), (21, 15), 1),
+                          ("im2col", 3, 16, 7, 2, (3, 3, 2, 2), (27, 19), 2),
+                          ("im2col", 5, 6, 5, 1, (0, 2, 0, 2), (14, 12), 1)])
+def test_lanes_copy_their_own_input_rows(monkeypatch: pytest.MonkeyPatch, kind: str, ic: int, oc: int, k: int,
+                                         stride: int, pads: tuple[int, ...], hw: tuple[int, int], n: int) -> None:
+    """With lanes, each Winograd block / im2col tile copies the input rows it reads (halo rows twice): the padded
+    buffer's interior starts as NaN, so a row no block copied would show; result vs float64 direct convolution."""
+    from helpers import assert_close, reference_conv
+    from mnnpy.backends.cpu.compute import im2col, winograd_conv
+    from mnnpy.backends.cpu.compute.conv import conv2d_params, make_conv2d_kernel
+    from mnnpy.backends.cpu.compute.nc4hw4 import pack_nc4hw4, packed_shape, unpack_nc4hw4
+    from support.models import make_conv
+
+    monkeypatch.setattr(blas, "LANE_MIN_FLOPS", 1.0)
+    monkeypatch.setattr(winograd_conv, "BLOCK_BYTES", 6000)  # several blocks of tile rows
+    monkeypatch.setattr(im2col, "TILE_BYTES", 3000)  # several tiles of output rows
+    conv = make_conv(ic, oc, (k, k), stride=(stride, stride), pads=pads, relu=True, seed=ic + oc)
+    shape = (n, ic, *hw)
+    x = np.random.default_rng(k).standard_normal(shape).astype(np.float32)
+    kernel = make_conv2d_kernel(conv, 12, shape, threads=2, force=kind)
+    assert len(kernel.lanes) == 2 and len(kernel.lanes[0]) >= 3 and getattr(kernel, "positions", None) is None
+    kernel.interior[...] = np.nan
+    out = np.full(packed_shape(kernel.out_shape), np.nan, dtype=np.float32)
+    kernel.run(pack_nc4hw4(x), out)
+    ref = reference_conv(x.astype(np.float64), conv, conv2d_params(conv, 12, shape))
+    assert_close(unpack_nc4hw4(out, oc), ref, rtol=2e-5)
