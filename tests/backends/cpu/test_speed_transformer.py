@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import inspect
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -199,15 +199,19 @@ def test_unmasked_one_block_attention_shifts_by_the_mean(monkeypatch: pytest.Mon
     k, v = (rng.standard_normal(kv).astype(np.float32) * (spread if i == 0 else 1) for i in range(2))
     plan = blocked.plan(q.shape, k.shape, v.shape, block_q)
     assert plan.one_block and plan.block_q == (block_q or shape[1])
-    calls: list[bool] = []
-    single = blocked._single_block
+    calls: list[str] = []
 
-    def spy(*args: object, **kwargs: object) -> bool:
-        ok = single(*args, **kwargs)
-        calls.append(bool(inspect.signature(single).bind(*args, **kwargs).arguments.get("shifted", False)))
-        return ok
+    def spying(name: str) -> Any:
+        real = getattr(blocked, name)
 
-    monkeypatch.setattr(blocked, "_single_block", spy)
+        def spy(*args: object, **kwargs: object) -> Any:
+            calls.append(name)
+            return real(*args, **kwargs)
+
+        return spy
+
+    for name in ("_shifted_block", "_single_block"):
+        monkeypatch.setattr(blocked, name, spying(name))
     scratch = blocked.Scratch(plan, np.full(plan.scratch_bytes, 0xFF, np.uint8))  # NaN-filled arena chunk
     out = np.full((shape[0], shape[1], shape[2] * kv[3]), np.nan, np.float32)
     for _ in range(2):  # a reused scratch
@@ -215,8 +219,8 @@ def test_unmasked_one_block_attention_shifts_by_the_mean(monkeypatch: pytest.Mon
     want = references.attention(q, k, v, None, False)
     np.testing.assert_allclose(out, want, rtol=2e-5, atol=2e-6 * max(1.0, float(np.abs(want).max())))
     blocks = shape[0] * -(-shape[1] // plan.block_q)
-    redone = calls.count(False)
-    assert calls.count(True) == 2 * blocks and redone == (2 * blocks if spread > 10 else 0)
+    assert calls.count("_shifted_block") == 2 * blocks
+    assert calls.count("_single_block") == (2 * blocks if spread > 10 else 0)  # redone with the exact max
 
 
 def test_unmasked_one_block_attention_propagates_nan() -> None:
