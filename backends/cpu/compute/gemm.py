@@ -101,6 +101,21 @@ def _chain(calls: list[partial]) -> None:
         call()
 
 
+def _bias_calls(y: np.ndarray, tile: np.ndarray) -> list[partial]:
+    """``common.add_row_bias(y, tile)`` for one fixed C-contiguous ``y`` [M, C], as bound numpy calls (its block and
+    tail views made once, not per run)."""
+    rows, c = tile.shape
+    whole = y.shape[0] // rows * rows
+    calls = []
+    if whole:
+        block = y[:whole].reshape(-1, rows * c)
+        calls.append(partial(np.add, block, tile.reshape(-1), out=block))
+    if whole < y.shape[0]:
+        tail = y[whole:]
+        calls.append(partial(np.add, tail, tile[0], out=tail))
+    return calls
+
+
 class Gemm1x1Kernel(Conv2DKernel):
     """1x1, stride-1, unpadded convolution: one (Strassen) GEMM ``[N*H*W, Cp] @ [Cp, OCp]`` (batched over groups)."""
 
@@ -161,7 +176,7 @@ class Gemm1x1Kernel(Conv2DKernel):
         y_mat = out.reshape(m, ocp)
         calls = [partial(np.matmul, x.reshape(m, cp), self.weight, out=y_mat)]
         if np.any(self.bias_row):
-            calls.append(partial(self._add_bias, y_mat))
+            calls += _bias_calls(y_mat, self.bias_tile)
         if self.params.relu or self.params.relu6:
             calls.append(partial(self._activate, y_mat))
         self._bound = (x, out, [partial(_chain, calls)])
