@@ -67,32 +67,18 @@ UNARY: dict[int, Fn] = {
 class Unary(CPUExecution):
     """MNN's UnaryOp (ABS..SILU) plus the legacy Sigmoid/TanH ops."""
 
-    def _kind(self) -> int:
-        t = self.op.type
-        return 29 if t == fb.OpType.Sigmoid else 30 if t == fb.OpType.TanH else self.op.main.opType
-
-    def scratch_bytes(self) -> int:
-        """GELU (erf) on float32: its three scratch arrays, planned in the arena (memory that other commands use
-        before and after it, so it is warm when the run starts cold)."""
-        desc = self.x.desc
-        return 3 * desc.nbytes if self._kind() == 33 and desc.dtype == np.float32 else 0
-
     def on_resize(self) -> None:
-        kind = self._kind()
+        t = self.op.type
+        kind = 29 if t == fb.OpType.Sigmoid else 30 if t == fb.OpType.TanH else self.op.main.opType
         if kind not in UNARY:
             raise NotImplementedError(f"UnaryOp {kind} on op {self.op.name!r}")
         self.fn = UNARY[kind]
         self.algorithm = f"unary-{kind}"
         plain = self.x.array.dtype == np.float32 and not np.shares_memory(self.x.array, self.y.array)
-        if kind == 33 and plain:  # GELU (erf): three scratch arrays (the planned chunk), no temporaries
-            shape = self.x.array.shape
-            chunk = None if self.scratch_ref is None else self.scratch_ref.array
-            if chunk is not None and chunk.nbytes >= 3 * self.x.array.nbytes:
-                a, t, b = chunk.reshape(-1)[: 3 * self.x.array.nbytes].view(np.float32).reshape(3, *shape)
-            else:  # no plan (a command run outside a session's schedule): shared by shape
-                key = ("gelu-scratch", shape)
-                a, t, b = self.backend.kernel_cache.get(key) or tuple(np.empty_like(self.x.array) for _ in range(3))
-                self.backend.kernel_cache[key] = (a, t, b)
+        if kind == 33 and plain:  # GELU (erf): three scratch arrays shared by shape, no temporaries
+            key = ("gelu-scratch", self.x.array.shape)
+            a, t, b = self.backend.kernel_cache.get(key) or tuple(np.empty_like(self.x.array) for _ in range(3))
+            self.backend.kernel_cache[key] = (a, t, b)
             self.fn = partial(gelu_erf, a=a, t=t, b=b)
             self.algorithm = "gelu-erf"
 
