@@ -232,4 +232,3 @@ def test_unmasked_one_block_attention_propagates_nan() -> None:
     out = np.zeros((1, 6, 8), np.float32)
     blocked.run(q, k, v, out, plan, blocked.Scratch(plan), None, False, 0.5)
     assert np.all(np.isnan(out[..., 4:])) and np.all(np.isfinite(out[..., :4]))
-
