@@ -38,6 +38,7 @@ from .common import (
     copy_pixels,
     input_rows,
     nhwc_view,
+    pixel_copy,
     scratch_buffer,
     shared_zeros,
 )
@@ -128,6 +129,7 @@ class WinogradKernel(Conv2DKernel):
             bufs.setdefault("y", bufs["m"])
             self.lanes.append([self._block(bufs, windows, blk, dims, self.bias_position) for blk in blocks])
         self.blocks = self.lanes[0]
+        self._stores: tuple[tuple, list[list[list[tuple[np.ndarray, np.ndarray]]]]] | None = None  # see _stores_for
         COUNTERS["weight_transforms"] += 1
 
     @staticmethod
@@ -168,15 +170,41 @@ class WinogradKernel(Conv2DKernel):
         split = self.positions is None and len(self.lanes) > 1  # each lane copies the input rows of its blocks
         if not split:
             copy_pixels(self.interior, x, (0, 2, 3, 1))
+        stores = self._stores_for(out)
         if self.positions is None:
             claim = itertools.count().__next__  # atomic under the GIL
-            run_lanes([partial(self._run_blocks, lane, out, claim, x if split else None) for lane in self.lanes],
-                      self.plan.threads)
+            run_lanes([partial(self._run_blocks, lane, stores[i], claim, x if split else None)
+                       for i, lane in enumerate(self.lanes)], self.plan.threads)
             return
         b = self.blocks[0]
         self._transform_in(b)
         run_lanes([partial(self._gemm, b, p0, p1) for p0, p1 in self.positions], self.plan.threads)
-        self._transform_out(b, out)
+        self._transform_out(b, stores[0][0])
+
+    def _stores_for(self, out: np.ndarray) -> list[list[list[tuple[np.ndarray, np.ndarray]]]]:
+        """Per lane, per block: the (destination, source) pixel copies of its tiles into ``out``, built on the first
+        run into this output array and kept (a run then makes no views: less Python per block, so the lanes hold
+        the GIL less)."""
+        key = (out.__array_interface__["data"][0], out.shape, out.strides)
+        if self._stores is None or self._stores[0] != key:
+            self._stores = (key, [[self._block_stores(b, out) for b in lane] for lane in self.lanes])
+        return self._stores[1]
+
+    def _block_stores(self, b: _Block, out: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Whole tiles straight into the output: one copy when they cover it, else up to four (the clipped last
+        tile row / column where the tiles overhang the edge)."""
+        u = self.unit
+        ow = out.shape[3]
+        n0, n1, row0, row1 = b.rows
+        tiles = b.tiles  # [x, y, n, r, t, oc4, 4] -> out[n, oc4, row0 + r*u + x, t*u + y]
+        stores = []
+        for r_a, r_b, ur in _spans(row1 - row0, u):
+            rows = slice(row0 + r_a * u, row0 + r_a * u + (r_b - r_a) * ur)
+            for c_a, c_b, uc in _spans(ow, u):
+                dst = out[n0:n1, :, rows, c_a * u: c_a * u + (c_b - c_a) * uc].view()
+                dst.shape = (n1 - n0, dst.shape[1], r_b - r_a, ur, c_b - c_a, uc, PACK)  # a view (raises if not)
+                stores.append(pixel_copy(dst, tiles[:ur, :uc, :, r_a:r_b, c_a:c_b], _ORDER))
+        return stores
 
     def _transform_in(self, b: _Block) -> None:
         np.copyto(b.d, b.windows)
@@ -186,8 +214,8 @@ class WinogradKernel(Conv2DKernel):
     def _gemm(self, b: _Block, p0: int, p1: int) -> None:
         np.matmul(b.v_groups[p0:p1], self.weight[p0:p1], out=b.m_groups[p0:p1])
 
-    def _run_blocks(self, blocks: list[_Block], out: np.ndarray, claim: Callable[[], int],
-                    x: np.ndarray | None = None) -> None:
+    def _run_blocks(self, blocks: list[_Block], stores: list[list[tuple[np.ndarray, np.ndarray]]],
+                    claim: Callable[[], int], x: np.ndarray | None = None) -> None:
         """Claim the next unclaimed block until none is left (the blocks are views on this lane's scratch); with
         ``x``, copy the input rows each block reads first (lanes: the input copy runs in parallel too)."""
         while (k := claim()) < len(blocks):
@@ -196,11 +224,9 @@ class WinogradKernel(Conv2DKernel):
                 copy_input_rows(self.interior, x, b.in_rows)
             self._transform_in(b)
             self._gemm(b, 0, len(self.weight))
-            self._transform_out(b, out)
+            self._transform_out(b, stores[k])
 
-    def _transform_out(self, b: _Block, out: np.ndarray) -> None:
-        u = self.unit
-        ow = out.shape[3]
+    def _transform_out(self, b: _Block, stores: list[tuple[np.ndarray, np.ndarray]]) -> None:
         if b.m_scatter is not None:
             np.copyto(b.m_scatter, b.m_groups.transpose(0, 2, 1, 3))
         if b.m_bias is not None:
@@ -210,14 +236,8 @@ class WinogradKernel(Conv2DKernel):
         if b.m_bias is None:
             self._add_bias(b.y_rows)
         self._activate(b.y_rows)
-        n0, n1, row0, row1 = b.rows
-        tiles = b.tiles  # [x, y, n, r, t, oc4, 4] -> out[n, oc4, row0 + r*u + x, t*u + y]
-        for r_a, r_b, ur in _spans(row1 - row0, u):
-            rows = slice(row0 + r_a * u, row0 + r_a * u + (r_b - r_a) * ur)
-            for c_a, c_b, uc in _spans(ow, u):
-                dst = out[n0:n1, :, rows, c_a * u: c_a * u + (c_b - c_a) * uc].view()
-                dst.shape = (n1 - n0, dst.shape[1], r_b - r_a, ur, c_b - c_a, uc, PACK)  # a view (raises if not)
-                copy_pixels(dst, tiles[:ur, :uc, :, r_a:r_b, c_a:c_b], _ORDER)
+        for dst, src in stores:
+            np.copyto(dst, src)
 
 
 def _spans(size: int, u: int) -> list[tuple[int, int, int]]:

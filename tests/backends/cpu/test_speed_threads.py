@@ -101,3 +101,29 @@ def test_lanes_copy_their_own_input_rows(monkeypatch: pytest.MonkeyPatch, kind: 
     kernel.run(pack_nc4hw4(x), out)
     ref = reference_conv(x.astype(np.float64), conv, conv2d_params(conv, 12, shape))
     assert_close(unpack_nc4hw4(out, oc), ref, rtol=2e-5)
+
+
+@pytest.mark.parametrize(("threads", "unit", "hw"), [(1, 4, (10, 9)), (2, 2, (13, 14)), (2, 4, (16, 16))])
+def test_winograd_kept_output_copies_follow_the_output_array(monkeypatch: pytest.MonkeyPatch, threads: int,
+                                                             unit: int, hw: tuple[int, int]) -> None:
+    """The Winograd kernel keeps its tile -> output copies for the output array it ran into; a run into another
+    array (a resized session's new arena) rebuilds them: alternating two outputs, both match float64."""
+    from helpers import assert_close, reference_conv
+    from mnnpy.backends.cpu.compute import winograd_conv
+    from mnnpy.backends.cpu.compute.conv import conv2d_params, make_conv2d_kernel
+    from mnnpy.backends.cpu.compute.nc4hw4 import pack_nc4hw4, packed_shape, unpack_nc4hw4
+    from support.models import make_conv
+
+    monkeypatch.setattr(blas, "LANE_MIN_FLOPS", 1.0)
+    monkeypatch.setattr(winograd_conv, "BLOCK_BYTES", 8000)
+    conv = make_conv(8, 8, (3, 3), pads=(1, 1, 1, 1), relu=False, seed=unit)
+    shape = (1, 8, *hw)
+    kernel = make_conv2d_kernel(conv, 12, shape, threads=threads, force=f"winograd:{unit}")
+    outs = [np.full(packed_shape(kernel.out_shape), np.nan, dtype=np.float32) for _ in range(2)]
+    for step in range(4):
+        x = np.random.default_rng(step).standard_normal(shape).astype(np.float32)
+        out = outs[step % 2]
+        out[...] = np.nan
+        kernel.run(pack_nc4hw4(x), out)
+        ref = reference_conv(x.astype(np.float64), conv, conv2d_params(conv, 12, shape))
+        assert_close(unpack_nc4hw4(out, 8), ref, rtol=2e-5)
