@@ -208,7 +208,12 @@ def _drive(tasks: Sequence[Callable[[], None]]) -> None:
     except BaseException as exc:
         error = exc
     for lane in lanes:
-        lane.done.acquire()
+        while True:  # a signal (Ctrl-C) while waiting: keep waiting, so that no lane is left running a stale task
+            try:
+                lane.done.acquire()
+                break
+            except BaseException as exc:
+                error = error or exc
         if lane.error is not None:
             error, lane.error = error or lane.error, None
     if error is not None:

@@ -127,3 +127,44 @@ def test_winograd_kept_output_copies_follow_the_output_array(monkeypatch: pytest
         kernel.run(pack_nc4hw4(x), out)
         ref = reference_conv(x.astype(np.float64), conv, conv2d_params(conv, 12, shape))
         assert_close(unpack_nc4hw4(out, 8), ref, rtol=2e-5)
+
+
+class _InterruptedOnce:
+    """A lock whose first acquire raises KeyboardInterrupt (a Ctrl-C while the caller waits for a lane)."""
+
+    def __init__(self, lock: object) -> None:
+        self.lock, self.raised = lock, False
+
+    def acquire(self, *args: object) -> bool:
+        if not self.raised:
+            self.raised = True
+            raise KeyboardInterrupt
+        return self.lock.acquire(*args)
+
+    def release(self) -> None:
+        self.lock.release()
+
+
+def test_run_lanes_interrupted_wait_still_waits_for_the_lane() -> None:
+    """KeyboardInterrupt while waiting is re-raised only once the lane finished its task, and the next hand-off
+    waits for its own task (no stale completion left behind)."""
+    import time
+
+    blas.run_lanes([lambda: None, lambda: None], 2)
+    lane = blas._LANES[0]
+    real = lane.done
+    lane.done = _InterruptedOnce(real)
+    finished: list[str] = []
+
+    def slow(tag: str) -> None:
+        time.sleep(0.05)
+        finished.append(tag)
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            blas.run_lanes([lambda: None, lambda: slow("first")], 2)
+        assert finished == ["first"]
+        blas.run_lanes([lambda: None, lambda: slow("second")], 2)
+        assert finished == ["first", "second"]
+    finally:
+        lane.done = real
