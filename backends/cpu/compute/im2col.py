@@ -114,6 +114,16 @@ class Im2ColKernel(Conv2DKernel):
         if self.fold_bias:
             packed[0, taps_len] = self.bias_row
         self.weight = packed[0] if g == 1 else packed
+        # Weight-heavy single tile with several taps: the lanes split K by taps instead of the output channels, so
+        # each gathers only its taps' columns (the gather no longer runs before the hand-off) and streams its rows
+        # of the weights into a partial product; the partials are summed after (a [pixels, OCp] add).
+        self.tap_lanes = None
+        if self.bands is not None and not self.fold_bias and kh * kw > 1:
+            dst, src, cols_mat, y_rows = self.steps[0][:4]
+            self.tap_lanes = [([(dst[..., ky, a:b, :], src[..., ky, a:b, :]) for ky, a, b in pieces],
+                               cols_mat[:, t0 * kc: t1 * kc], self.weight[t0 * kc: t1 * kc],
+                               y_rows if i == 0 else np.empty_like(y_rows))
+                              for i, (t0, t1, pieces) in enumerate(_tap_ranges(kh, kw, len(self.bands)))]
         COUNTERS["weight_transforms"] += 1
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
@@ -124,6 +134,15 @@ class Im2ColKernel(Conv2DKernel):
             else:
                 copy_pixels(self.interior, x, (0, 2, 3, 1))
         claim = itertools.count().__next__  # atomic under the GIL
+        if self.tap_lanes is not None:
+            run_lanes([partial(self._run_taps, *lane) for lane in self.tap_lanes], self.plan.threads)
+            _, _, _, y_rows, _, (n0, n1, r0, r1, y_tile, y_pixels) = self.steps[0]
+            for lane in self.tap_lanes[1:]:
+                np.add(y_rows, lane[3], out=y_rows)
+            self._add_bias(y_tile)
+            self._activate(y_tile)
+            copy_pixels(out[n0:n1, :, r0:r1], y_pixels, (0, 3, 1, 2))
+            return
         if self.bands is not None:
             np.copyto(self.steps[0][0], self.steps[0][1])
             run_lanes([partial(self._run_band, c0, c1, out) for c0, c1 in self.bands], self.plan.threads)
@@ -150,6 +169,14 @@ class Im2ColKernel(Conv2DKernel):
             self._activate(y_tile)
             copy_pixels(out[n0:n1, :, r0:r1], y_pixels, (0, 3, 1, 2))
 
+    @staticmethod
+    def _run_taps(gathers: list[tuple[np.ndarray, np.ndarray]], cols: np.ndarray, weight: np.ndarray,
+                  product: np.ndarray) -> None:
+        """Gather one lane's taps of the single tile and multiply them by its rows of the weights."""
+        for dst, src in gathers:
+            np.copyto(dst, src)
+        np.matmul(cols, weight, out=product)
+
     def _run_band(self, c0: int, c1: int, out: np.ndarray) -> None:
         """GEMM and epilogue of output channels [c0, c1) (multiples of 4) of the single tile, gathered already."""
         _, _, cols_mat, y_rows, _, (_, _, _, _, y_tile, y_pixels) = self.steps[0]
@@ -165,3 +192,17 @@ def _bands(size: int, lanes: int) -> list[tuple[int, int]]:
     """``range(size)`` (a multiple of 4) in ``lanes`` bands of whole 4-channel blocks."""
     step = PACK * -(-size // PACK // lanes)
     return [(c, min(c + step, size)) for c in range(0, size, step)]
+
+
+def _tap_ranges(kh: int, kw: int, lanes: int) -> list[tuple[int, int, list[tuple[int, int, int]]]]:
+    """The kh*kw taps in at most ``lanes`` contiguous ranges (t0, t1, pieces), each piece a kernel row ``ky`` and
+    its columns [a, b) (the column buffer is ordered [ky, kx, channel], so a range is contiguous in K)."""
+    taps = kh * kw
+    step = -(-taps // max(1, min(lanes, taps)))
+    ranges = []
+    for t0 in range(0, taps, step):
+        t1 = min(t0 + step, taps)
+        pieces = [(ky, max(t0, ky * kw) - ky * kw, min(t1, (ky + 1) * kw) - ky * kw)
+                  for ky in range(t0 // kw, (t1 - 1) // kw + 1)]
+        ranges.append((t0, t1, pieces))
+    return ranges

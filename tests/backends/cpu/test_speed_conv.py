@@ -73,12 +73,18 @@ def test_winograd_column_band_transforms(monkeypatch: pytest.MonkeyPatch, unit: 
     assert kernel.plan.unit == unit
 
 
-@pytest.mark.parametrize(("ic", "oc", "stride", "hw", "relu6"), [(256, 512, 1, 7, False), (256, 260, 2, 13, True)])
-def test_im2col_lanes_split_output_channels_when_weight_heavy(ic: int, oc: int, stride: int, hw: int,
-                                                              relu6: bool) -> None:
-    conv = make_conv(ic, oc, (3, 3), stride=(stride, stride), pads=(1, 1, 1, 1), relu=not relu6, relu6=relu6)
+@pytest.mark.parametrize(("ic", "oc", "k", "stride", "hw", "relu6"),
+                         [(256, 512, 1, 2, 14, False), (256, 260, 1, 1, 7, True), (7, 300, 3, 2, 9, False)])
+def test_im2col_lanes_split_output_channels_when_weight_heavy(monkeypatch: pytest.MonkeyPatch, ic: int, oc: int,
+                                                              k: int, stride: int, hw: int, relu6: bool) -> None:
+    """Weight-heavy single tile with one tap (1x1) or a folded bias: output-channel bands (3x3 and larger split
+    their taps instead, test_speed_threads.py)."""
+    from mnnpy.backends.cpu.compute import blas
+
+    monkeypatch.setattr(blas, "LANE_MIN_FLOPS", 1.0)
+    conv = make_conv(ic, oc, (k, k), stride=(stride, stride), pads=(k // 2,) * 4, relu=not relu6, relu6=relu6)
     kernel = _check(conv, (1, ic, hw, hw), "im2col", threads=2)
-    assert kernel.bands is not None and len(kernel.bands) == 2
+    assert kernel.bands is not None and len(kernel.bands) == 2 and kernel.tap_lanes is None
     assert all(c0 % 4 == 0 for c0, _ in kernel.bands) and kernel.bands[-1][1] == 4 * -(-oc // 4)
     assert _check(conv, (1, ic, hw, hw), "im2col", threads=1).bands is None
 

@@ -168,3 +168,36 @@ def test_run_lanes_interrupted_wait_still_waits_for_the_lane() -> None:
         assert finished == ["first", "second"]
     finally:
         lane.done = real
+
+
+@pytest.mark.parametrize(("ic", "oc", "k", "stride", "hw", "threads", "relu6"),
+                         [(256, 512, (3, 3), 1, 7, 2, False), (128, 260, (3, 3), 2, 13, 3, True),
+                          (64, 300, (5, 5), 1, 6, 3, False), (96, 400, (1, 3), 1, 5, 2, False)])
+def test_im2col_weight_heavy_lanes_split_taps(monkeypatch: pytest.MonkeyPatch, ic: int, oc: int, k: tuple[int, int],
+                                              stride: int, hw: int, threads: int, relu6: bool) -> None:
+    """A weight-heavy single tile (few pixels, many output channels) with several taps: each lane gathers a
+    contiguous range of taps (kernel rows split mid-row where needed) and multiplies its rows of the weights; the
+    partial products are summed. Against float64 direct convolution (summation order differs from 1 lane)."""
+    from helpers import assert_close, reference_conv
+    from mnnpy.backends.cpu.compute.conv import conv2d_params, make_conv2d_kernel
+    from mnnpy.backends.cpu.compute.im2col import _tap_ranges
+    from mnnpy.backends.cpu.compute.nc4hw4 import pack_nc4hw4, packed_shape, unpack_nc4hw4
+    from support.models import make_conv
+
+    monkeypatch.setattr(blas, "LANE_MIN_FLOPS", 1.0)
+    conv = make_conv(ic, oc, k, stride=(stride, stride), pads=(k[0] // 2, k[1] // 2) * 2, relu=not relu6,
+                     relu6=relu6, seed=oc)
+    conv.bias = (np.asarray(conv.bias) * 10).astype(np.float32)
+    shape = (1, ic, hw, hw)
+    x = np.random.default_rng(ic).standard_normal(shape).astype(np.float32)
+    kernel = make_conv2d_kernel(conv, 12, shape, threads=threads, force="im2col")
+    assert kernel.tap_lanes is not None and len(kernel.tap_lanes) == min(threads, k[0] * k[1])
+    out = np.full(packed_shape(kernel.out_shape), np.nan, dtype=np.float32)
+    for _ in range(2):  # the partial buffers are reused: a second run must not accumulate
+        kernel.run(pack_nc4hw4(x), out)
+    ref = reference_conv(x.astype(np.float64), conv, conv2d_params(conv, 12, shape))
+    assert_close(unpack_nc4hw4(out, oc), ref, rtol=2e-5)
+    ranges = _tap_ranges(k[0], k[1], threads)
+    covered = [ky * k[1] + kx for _, _, pieces in ranges for ky, a, b in pieces for kx in range(a, b)]
+    assert covered == list(range(k[0] * k[1]))
+    assert all(t1 - t0 == sum(b - a for _, a, b in pieces) for t0, t1, pieces in ranges)
