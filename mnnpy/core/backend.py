@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mnnpy.core.ir import TensorDesc
@@ -87,6 +87,14 @@ class Execution(ABC):
         """The input position whose bytes this command's one output repeats unchanged (same dtype, same size: a
         byte-for-byte copy, decided from the descriptors before memory is planned). The schedule may then bind the
         output as a view of that input's memory and drop the command (`Scheduler.plan`). None: it needs its own."""
+        return None
+
+    def fuse_between(self, producer: Execution, consumer: Execution) -> list[Callable[[], None]] | None:
+        """Runs for three commands (``producer`` -> this -> ``consumer``, each link the only use of its tensor) that
+        together compute the consumer's output faster than one by one, possibly leaving the two linking tensors in
+        another layout (the schedule offers this after every ``on_resize``). A callback-free run calls them in place
+        of the three ``on_execute``; a run with callbacks keeps the plain ones. None: no such runs."""
+        del producer, consumer
         return None
 
     @abstractmethod

@@ -102,3 +102,53 @@ def alias_view(src: np.ndarray, dtype: np.dtype, shape: tuple[int, ...]) -> np.n
     if out.size != int(np.prod(shape)):
         raise ValueError(f"cannot alias {src.shape} {src.dtype} as {shape} {np.dtype(dtype)}: sizes differ")
     return out.reshape(shape)
+
+
+HUGE = 2 << 20  # x86-64 transparent huge page
+STATIC_CHUNK = 8 << 20
+
+
+class StaticPool:
+    """Weights (STATIC storage) carved from 2 MB-aligned anonymous chunks advised as transparent huge pages.
+
+    A kernel's weights are read once per run, after the other engines (or ops) have evicted them from the caches:
+    with 4 KB pages every 256 KB weight block also misses the TLB. Huge pages measured 2-6% faster on cold GEMMs
+    ([128, 256] @ [256, 1024]: 415 -> 390 us median, 24 weights cycled). Each chunk lives as long as any array
+    carved from it (numpy views keep it alive); the pool keeps only the chunk it is filling. Where the platform has
+    no MADV_HUGEPAGE the chunks are ordinary anonymous memory (still zero-filled, still 64-byte aligned)."""
+
+    def __init__(self, chunk: int = STATIC_CHUNK) -> None:
+        self.chunk_bytes = chunk
+        self.buffer: np.ndarray | None = None
+        self.used = 0
+
+    def _new_chunk(self, need: int) -> None:
+        import mmap
+
+        size = max(self.chunk_bytes, -(-need // HUGE) * HUGE)
+        area = mmap.mmap(-1, size + HUGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        raw = np.frombuffer(area, np.uint8)
+        start = -raw.ctypes.data % HUGE
+        advice = getattr(mmap, "MADV_HUGEPAGE", None)
+        if advice is not None:
+            area.madvise(advice, start, size)
+        self.buffer, self.used = raw[start: start + size], 0
+
+    def zeros(self, shape: tuple[int, ...], dtype: np.dtype | type = np.float32) -> np.ndarray:
+        """A zero-filled C-contiguous array of fresh pool memory (never handed out twice)."""
+        dt = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        if self.buffer is None or self.used + nbytes > self.buffer.size:
+            self._new_chunk(nbytes)
+        assert self.buffer is not None
+        out = self.buffer[self.used: self.used + nbytes].view(dt).reshape(shape)
+        self.used = align(self.used + nbytes)
+        return out
+
+
+STATIC = StaticPool()
+
+
+def static_zeros(shape: tuple[int, ...], dtype: np.dtype | type = np.float32) -> np.ndarray:
+    """Zero-filled weight memory from the process's huge-page pool (`StaticPool`)."""
+    return STATIC.zeros(shape, dtype)

@@ -5,7 +5,7 @@ counts over command order, then `on_resize` every execution.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -44,6 +44,7 @@ class Scheduler:
         self.owner: dict[int, Backend] = {}
         self.commands: list[Command] = []  # the run list (after `plan`: without the aliased copies)
         self.listed: list[Command] = []  # every scheduled command, aliased copies included (set by `plan`)
+        self.fused: dict[int, Callable[[], None]] = {}  # id(command) -> its run in callback-free runs (`_fuse`)
         self._converted: dict[tuple[int, str], int] = {}
         self._copies: dict[tuple[int, str], tuple[int, Command]] = {}
 
@@ -235,8 +236,41 @@ class Scheduler:
                 raise ModelError(f"op {cmd.name!r} ({op_type_name(cmd.op_type)}) on {cmd.backend}: "
                                  f"cannot prepare: {exc}") from exc
             cmd.info = {"backend": cmd.backend, **cmd.execution.info()}
+        self.fused = self._fuse(pinned, alias)
         for b in backends:
             b.on_resize_done()
+
+    def _fuse(self, pinned: set[int], alias: dict[int, int]) -> dict[int, Callable[[], None]]:
+        """Callback-free runs for chains producer -> command -> consumer (`Execution.fuse_between`), keyed by
+        ``id(command)``: each link's memory (a tensor and the aliased copies sharing its bytes) has one writer and one
+        reader in the run list and is neither a constant nor pinned (graph input/output, saved), so nothing but the
+        chain sees it."""
+        writer: dict[int, Command] = {}
+        readers: dict[int, list[Command]] = {}
+        for cmd in self.commands:
+            for o in cmd.outputs:
+                writer[alias.get(o, o)] = cmd
+            for i in cmd.inputs:
+                readers.setdefault(alias.get(i, i), []).append(cmd)
+        runs: dict[int, Callable[[], None]] = {}
+        for cmd in self.commands:
+            if len(cmd.inputs) != 1 or len(cmd.outputs) != 1:
+                continue
+            src, dst = alias.get(cmd.inputs[0], cmd.inputs[0]), alias.get(cmd.outputs[0], cmd.outputs[0])
+            if {src, dst} & pinned or self.ref(src).const:
+                continue
+            producer, after = writer.get(src), readers.get(dst, [])
+            if producer is None or len(producer.outputs) != 1 or len(readers.get(src, [])) != 1 or len(after) != 1:
+                continue
+            consumer = after[0]
+            chain = (producer, cmd, consumer)
+            if [alias.get(i, i) for i in consumer.inputs].count(dst) != 1 or any(id(c) in runs for c in chain) \
+                    or any(c.execution is None or c.execution.backend is not cmd.execution.backend for c in chain):
+                continue
+            calls = cmd.execution.fuse_between(producer.execution, consumer.execution)
+            if calls is not None:
+                runs.update(zip((id(c) for c in chain), calls, strict=True))
+        return runs
 
 
 def _known(backend: Backend) -> set[int]:

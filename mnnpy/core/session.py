@@ -173,13 +173,22 @@ class Session:
         for b in {id(self.main): self.main, id(self.backup): self.backup}.values():
             b.on_execute_begin()
         cmd = None
+        fused = self.scheduler.fused if before is None and after is None else None
         try:
-            for cmd in self.commands:
-                if before is not None and before(cmd) is False:
-                    continue
-                cmd.execution.on_execute()
-                if after is not None and after(cmd) is False:
-                    break
+            if fused:  # chains run together (`Scheduler._fuse`): only where no callback can see their links
+                for cmd in self.commands:
+                    run = fused.get(id(cmd))
+                    if run is None:
+                        cmd.execution.on_execute()
+                    else:
+                        run()
+            else:
+                for cmd in self.commands:
+                    if before is not None and before(cmd) is False:
+                        continue
+                    cmd.execution.on_execute()
+                    if after is not None and after(cmd) is False:
+                        break
         except (ValueError, TypeError, IndexError, KeyError) as exc:
             where = f"op {cmd.name!r} ({op_type_name(cmd.op_type)})" if cmd is not None else "run"
             raise ModelError(f"{where} failed: {exc}") from exc

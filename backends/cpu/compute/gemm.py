@@ -12,6 +12,7 @@ from functools import partial
 
 import numpy as np
 
+from mnnpy.core.memory import static_zeros
 from mnnpy.core.strategy import ConvPlan, strassen_split
 
 from .blas import lane_count, run_lanes
@@ -142,7 +143,7 @@ class Gemm1x1Kernel(Conv2DKernel):
         if g == 1:
             # one weight array: the folded GEMM's [Cp + 4, OCp] (bias row at Cp) or just [Cp, OCp]; `weight` is its
             # first Cp rows (a contiguous view). A second copy doubled the weights in memory (BERT-4L: +12.6 MB).
-            self.w_gemm = np.zeros((cp + PACK if self.folded else cp, ocp), dtype=np.float32)
+            self.w_gemm = static_zeros((cp + PACK if self.folded else cp, ocp), np.float32)  # huge pages
             self.w_gemm[:c, :oc] = wg[0].T
             if self.folded:
                 self.w_gemm[cp] = self.bias_row
@@ -231,3 +232,51 @@ class Gemm1x1Kernel(Conv2DKernel):
         if not flat:
             n, h, w, ocp = self.y.shape
             copy_pixels(out, self.y.reshape(n, h, w, ocp // PACK, PACK), (0, 3, 1, 2))
+
+
+# Transposed FFN hand-off (`transposed_ffn`): measured whole-block A/B (GEMM, bias, GELU, GEMM, bias; one thread,
+# OpenBLAS SkylakeX kernels), transposed / plain, for [M, K] -> [M, 4K] -> [M, K]: K = 256 wins at every M up to 128
+# (M = 1: 0.95x, 16: 0.71x, 32: 0.96x, 64: 0.90x, 128: 0.92-0.97x) and is neutral above (256: 0.99x, 384: 1.00x);
+# K = 384 and 512 at M = 128: 0.99x; K = 192 (ViT-tiny) and 128 lose (M = 64-197: 1.01-1.04x). So blocks with at
+# most FFN_MAX_ROWS rows and at least FFN_MIN_CHANNELS input channels are handed over transposed.
+FFN_MAX_ROWS = 128
+FFN_MIN_CHANNELS = 256
+
+
+def _plain_flat(kernel: object) -> tuple[int, int, int] | None:
+    """The ``(M, Kp, Np)`` of a one-lane flat gemm1x1 kernel without activation or channel padding, else None."""
+    if not isinstance(kernel, Gemm1x1Kernel) or kernel.flat is None or kernel.strassen is not None \
+            or kernel.x_groups is not None or len(kernel.row_chunks) > 1 or kernel.params.relu \
+            or kernel.params.relu6 or kernel.params.out_channels != kernel.flat[2]:
+        return None
+    return kernel.flat
+
+
+def transposed_ffn(first: object, x: np.ndarray, h: np.ndarray, second: object, g: np.ndarray,
+                   y: np.ndarray) -> tuple[partial, partial] | None:
+    """Runs for ``h = x W1 + b1`` and ``y = g W2 + b2`` (two flat gemm1x1 kernels around an elementwise op that
+    maps ``h`` to ``g`` and is their only link) with ``h`` and ``g`` held transposed: the first GEMM writes
+    ``h^T = W1^T x^T`` into h's bytes (W1^T a contiguous copy, the bias per row), the elementwise op runs on the
+    bytes as they are, and the second GEMM reads ``g^T`` as the transposed operand. Only for the measured winning
+    shapes (above); None otherwise. The tensors h and g then hold transposed values: the session uses these runs only
+    when no callback can look at them."""
+    one, two = _plain_flat(first), _plain_flat(second)
+    if one is None or two is None or not all(a.flags.c_contiguous for a in (x, h, g, y)):
+        return None
+    m, kp, np_ = one
+    if two[:2] != (m, np_) or m > FFN_MAX_ROWS or kp < FFN_MIN_CHANNELS or x.size != m * kp or h.size != m * np_ \
+            or g.size != m * np_ or y.size != m * two[2]:
+        return None
+    assert isinstance(first, Gemm1x1Kernel) and isinstance(second, Gemm1x1Kernel)
+    w1t = static_zeros(first.weight.shape[::-1], np.float32)
+    w1t[...] = first.weight.T
+    h_t = h.reshape(np_, m)
+    calls = [partial(np.matmul, w1t, x.reshape(m, kp).T, out=h_t)]
+    if np.any(first.bias_row):
+        calls.append(partial(np.add, h_t, first.bias_row[:, None].copy(), out=h_t))
+    y_mat = y.reshape(m, two[2])
+    tail = [partial(np.matmul, g.reshape(np_, m).T, second.weight, out=y_mat)]
+    if np.any(second.bias_row):
+        tail += _bias_calls(y_mat, second.bias_tile)
+    return (partial(run_lanes, [partial(_chain, calls)], 1),  # run_lanes: BLAS held at 1 thread, as on every path
+            partial(run_lanes, [partial(_chain, tail)], 1))

@@ -10,6 +10,7 @@ from mnnpy.backends.cpu.layout import zero_tail
 from mnnpy.backends.cpu.ops._common import CF, CPUExecution, erf, gelu_erf
 from mnnpy.schema import mnn_generated as fb
 
+from mnnpy.core.backend import Execution
 from mnnpy.core.registry import cpu_kernel
 
 Fn = Callable[[np.ndarray, np.ndarray], None]
@@ -85,3 +86,20 @@ class Unary(CPUExecution):
     def on_execute(self) -> None:
         self.fn(self.x.array, self.y.array)
         zero_tail(self.y)
+
+    def fuse_between(self, producer: Execution, consumer: Execution) -> list[Callable[[], None]] | None:
+        """GELU between two flat 1x1 GEMMs (a transformer FFN): the GEMMs hand h and g over transposed where that
+        was measured faster (`compute.gemm.transposed_ffn`); GELU is elementwise, so it runs on the bytes as they are
+        (no channel tail: the shapes it accepts have none)."""
+        from mnnpy.backends.cpu.compute.gemm import transposed_ffn
+
+        if self.algorithm != "gelu-erf":
+            return None
+        first, second = getattr(producer, "kernel", None), getattr(consumer, "kernel", None)
+        if getattr(producer, "runtime_weights", True) or getattr(consumer, "runtime_weights", True):
+            return None
+        runs = transposed_ffn(first, producer.x_view, producer.y_view, second, consumer.x_view, consumer.y_view)
+        if runs is None or not np.shares_memory(producer.y_view, self.x.array) \
+                or not np.shares_memory(consumer.x_view, self.y.array):
+            return None
+        return [runs[0], self.on_execute, runs[1]]

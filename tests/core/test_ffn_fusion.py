@@ -1,0 +1,124 @@
+"""Chain runs (`Scheduler._fuse`, `Execution.fuse_between`): a transformer FFN (MatMul + bias -> GELU -> MatMul +
+bias, converted to 1x1 convolutions around a UnaryOp GELU) runs with its hidden tensors transposed where the rule in
+`compute.gemm` says so; plain runs, callback runs and unfused shapes all match float64."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mnnpy.backends.cpu.compute import gemm
+
+from mnnpy.interpreter import Interpreter
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto as T  # noqa: E402
+from onnx import helper as h  # noqa: E402
+from onnx import numpy_helper as nh  # noqa: E402
+
+
+def _weights(k: int, n: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(k * 7 + n)
+    return [(rng.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32), rng.standard_normal(n).astype(np.float32),
+            (rng.standard_normal((n, k)) / np.sqrt(n)).astype(np.float32), rng.standard_normal(k).astype(np.float32)]
+
+
+def _model(tmp_path: Path, m: int, k: int, n: int, save_hidden: bool = False) -> Path:
+    """x [1, M, K] -> FFN (GELU in ONNX's erf form, fused to one UnaryOp by the converter) -> y [1, M, K]."""
+    from mnnpy.converter import convert
+
+    w1, b1, w2, b2 = _weights(k, n)
+    nodes = [h.make_node("MatMul", ["x", "w1"], ["a"]), h.make_node("Add", ["a", "b1"], ["hid"]),
+             h.make_node("Div", ["hid", "sq2"], ["d"]), h.make_node("Erf", ["d"], ["e"]),
+             h.make_node("Add", ["e", "one"], ["e1"]), h.make_node("Mul", ["hid", "e1"], ["p"]),
+             h.make_node("Mul", ["p", "half"], ["g"]), h.make_node("MatMul", ["g", "w2"], ["c"]),
+             h.make_node("Add", ["c", "b2"], ["y"])]
+    outputs = [h.make_tensor_value_info("y", T.FLOAT, None)]
+    if save_hidden:
+        outputs.append(h.make_tensor_value_info("g", T.FLOAT, None))
+    consts = [nh.from_array(v, name) for v, name in ((w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2"))]
+    consts += [nh.from_array(np.array(v, np.float32), name) for v, name in ((math.sqrt(2), "sq2"), (1.0, "one"),
+                                                                             (0.5, "half"))]
+    graph = h.make_graph(nodes, "ffn", [h.make_tensor_value_info("x", T.FLOAT, [1, m, k])], outputs, consts)
+    path = tmp_path / f"ffn{m}_{k}_{n}_{int(save_hidden)}.onnx"
+    onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 13)]), str(path))
+    convert(path, path.with_suffix(".mnn"))
+    return path.with_suffix(".mnn")
+
+
+def _reference(x: np.ndarray, k: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(hidden before GELU, y) in float64."""
+    w1, b1, w2, b2 = (v.astype(np.float64) for v in _weights(k, n))
+    hid = x.astype(np.float64) @ w1 + b1
+    erf = np.vectorize(math.erf)
+    return hid, (0.5 * hid * (1 + erf(hid / math.sqrt(2)))) @ w2 + b2
+
+
+def _session(path: Path) -> tuple[Interpreter, object]:
+    interp = Interpreter(str(path))
+    return interp, interp.createSession({"numThread": 1})
+
+
+@pytest.mark.parametrize(("m", "k", "n"), [(128, 256, 1024), (16, 256, 1024)])
+def test_ffn_runs_transposed_and_matches_float64(tmp_path: Path, m: int, k: int, n: int) -> None:
+    interp, session = _session(_model(tmp_path, m, k, n))
+    gelu = [c for c in session.commands if c.info.get("algorithm") == "gelu-erf"]
+    assert len(gelu) == 1 and len(session.scheduler.fused) == 3  # both GEMMs and the GELU
+    calls = []
+    for key, run in list(session.scheduler.fused.items()):  # count the chain runs taken
+        session.scheduler.fused[key] = lambda run=run, key=key: (calls.append(key), run())
+    seen: dict[str, np.ndarray] = {}
+    for seed in (0, 1):  # fresh inputs each run
+        x = np.random.default_rng(seed).standard_normal((1, m, k)).astype(np.float32)
+        hid, want = _reference(x, k, n)
+        interp.getSessionInput(session).copyFrom(x)
+        interp.runSession(session)
+        got = np.array(interp.getSessionOutput(session).getNumpyData()).reshape(want.shape)
+        np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)
+        assert len(calls) == 3 * (seed + 1)  # a run without callbacks took the chain's runs
+        seen.clear()
+
+        def after(cmd: object) -> bool:
+            if cmd is gelu[0]:
+                seen["hidden"] = session.read(cmd.inputs[0]).reshape(m, n)
+            return True
+
+        session.run(after=after)  # with a callback: every command plain, every tensor in its own layout
+        assert len(calls) == 3 * (seed + 1)
+        np.testing.assert_allclose(seen["hidden"], hid[0], rtol=2e-4, atol=2e-4)
+        again = np.array(interp.getSessionOutput(session).getNumpyData()).reshape(want.shape)
+        np.testing.assert_allclose(again, got, rtol=1e-5, atol=1e-5)  # both ways within float32 rounding
+
+
+@pytest.mark.parametrize(("m", "k", "n", "save_hidden"), [
+    (197, 192, 768, False),  # ViT-tiny's MLP: measured slower transposed (the rule in compute.gemm)
+    (200, 256, 1024, False),  # more rows than FFN_MAX_ROWS
+    (64, 256, 1024, True),  # the GELU output is a graph output: someone reads it
+])
+def test_ffn_left_plain_where_the_rule_or_a_reader_says_so(tmp_path: Path, m: int, k: int, n: int,
+                                                            save_hidden: bool) -> None:
+    assert m > gemm.FFN_MAX_ROWS or k < gemm.FFN_MIN_CHANNELS or save_hidden
+    interp, session = _session(_model(tmp_path, m, k, n, save_hidden))
+    assert not session.scheduler.fused
+    x = np.random.default_rng(2).standard_normal((1, m, k)).astype(np.float32)
+    interp.getSessionInput(session).copyFrom(x)
+    interp.runSession(session)
+    got = np.array(interp.getSessionOutput(session, "y").getNumpyData()).reshape(1, m, k)
+    np.testing.assert_allclose(got, _reference(x, k, n)[1], rtol=2e-4, atol=2e-4)
+
+
+def test_static_pool_hands_out_zeroed_aligned_distinct_memory() -> None:
+    """Weights from `memory.StaticPool`: zero-filled, 64-byte aligned, never overlapping, a new chunk when one is
+    full, and a piece larger than a chunk gets a chunk of its own."""
+    from mnnpy.core.memory import StaticPool
+
+    pool = StaticPool(chunk=1 << 20)
+    pieces = [pool.zeros((100, 33)), pool.zeros((5,), np.int32), pool.zeros((300, 300)), pool.zeros((700, 700))]
+    for k, a in enumerate(pieces):
+        assert a.flags.c_contiguous and a.ctypes.data % 64 == 0 and not np.any(a)
+        a[...] = k + 1
+        assert all(not np.shares_memory(a, b) for b in pieces[:k])
+    assert [int(a.ravel()[0]) for a in pieces] == [1, 2, 3, 4]  # nothing written over
+    assert pieces[3].nbytes > 1 << 20
