@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 ALIGN = 64
+HUGE = 2 << 20  # x86-64 transparent huge page
+STATIC_CHUNK = 8 << 20  # weight pool chunk (`StaticPool`)
 COUNTERS: dict[str, int] = {"arena_allocations": 0, "arena_bytes": 0}
 
 
@@ -80,7 +82,8 @@ class ArenaPlanner:
 
 
 def allocate(nbytes: int) -> tuple[np.ndarray, int]:
-    """One arena buffer of `nbytes` and the offset of its first 64-byte-aligned byte."""
+    """One arena buffer of `nbytes` and the offset of its first 64-byte-aligned byte (ordinary memory: the arena in
+    huge pages measured neutral on BERT-4L, 0.997x / 0.999x interleaved, unlike the weights: `StaticPool`)."""
     buf = np.empty(nbytes + ALIGN, dtype=np.uint8)
     COUNTERS["arena_allocations"] += 1
     COUNTERS["arena_bytes"] += nbytes
@@ -104,8 +107,23 @@ def alias_view(src: np.ndarray, dtype: np.dtype, shape: tuple[int, ...]) -> np.n
     return out.reshape(shape)
 
 
-HUGE = 2 << 20  # x86-64 transparent huge page
-STATIC_CHUNK = 8 << 20
+
+
+def huge_buffer(nbytes: int) -> np.ndarray:
+    """``nbytes`` of zero-filled anonymous memory starting on a 2 MB boundary, advised as transparent huge pages
+    where the platform knows MADV_HUGEPAGE (freed with the last array that refers to it)."""
+    import mmap
+
+    if not hasattr(mmap, "MAP_ANONYMOUS"):  # not a POSIX mmap: ordinary memory
+        return np.zeros(nbytes, np.uint8)
+    size = -(-max(nbytes, 1) // HUGE) * HUGE
+    area = mmap.mmap(-1, size + HUGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    raw = np.frombuffer(area, np.uint8)
+    start = -raw.ctypes.data % HUGE
+    advice = getattr(mmap, "MADV_HUGEPAGE", None)
+    if advice is not None:
+        area.madvise(advice, start, size)
+    return raw[start: start + nbytes]
 
 
 class StaticPool:
@@ -123,16 +141,7 @@ class StaticPool:
         self.used = 0
 
     def _new_chunk(self, need: int) -> None:
-        import mmap
-
-        size = max(self.chunk_bytes, -(-need // HUGE) * HUGE)
-        area = mmap.mmap(-1, size + HUGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-        raw = np.frombuffer(area, np.uint8)
-        start = -raw.ctypes.data % HUGE
-        advice = getattr(mmap, "MADV_HUGEPAGE", None)
-        if advice is not None:
-            area.madvise(advice, start, size)
-        self.buffer, self.used = raw[start: start + size], 0
+        self.buffer, self.used = huge_buffer(max(self.chunk_bytes, need)), 0
 
     def zeros(self, shape: tuple[int, ...], dtype: np.dtype | type = np.float32) -> np.ndarray:
         """A zero-filled C-contiguous array of fresh pool memory (never handed out twice)."""
