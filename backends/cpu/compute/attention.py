@@ -19,7 +19,9 @@ Unmasked one-block scores are in log2 units (scale * log2(e)) for numpy's exp2, 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -253,3 +255,43 @@ def _single_block(query: np.ndarray, keys: np.ndarray, values: np.ndarray, s: Sc
     np.divide(np.float32(1.0), col_sum, out=col_sum)
     np.matmul(scores.transpose(0, 2, 1), values, out=out.transpose(1, 0, 2))
     out *= col_sum.transpose(2, 0, 1)
+
+
+def _exp2_in_place(scores: np.ndarray) -> None:
+    with np.errstate(over="ignore"):  # a spread over 2^128 overflows to inf, caught by the row-sum check
+        np.exp2(scores, out=scores)
+
+
+def _sums_below_limit(row_sum: np.ndarray) -> bool:
+    return bool(np.max(row_sum) < SUM_LIMIT)
+
+
+def bind_shifted(q: np.ndarray, k: np.ndarray, v: np.ndarray, out: np.ndarray, p: AttentionPlan, s: Scratch,
+                 scale: float) -> list[Callable[[], object]] | None:
+    """``run``'s unmasked one-block path (centred keys, ``_shifted_block``) for these arrays as numpy calls bound
+    once (views, constants): ~10 us of per-run glue off each attention (BERT-4L 193 -> 183 us, ViT-tiny 246 -> 234).
+    A call returning False is the row-sum check failing: the caller then runs ``run`` (the exact max). None where
+    the path does not apply (query blocks, grouped heads) or an array is not contiguous (views would be copies)."""
+    if not p.one_block or p.block_q != p.seq_q or p.heads != p.kv_heads or \
+            not all(a.flags.c_contiguous for a in (q, k, v, out)):
+        return None
+    skv, n = p.seq_kv, p.seq_q
+    out4 = out.reshape(p.batch, n, p.heads, p.value_dim)
+    scores, row_sum = s.scores[:, :n, :skv], s.row_sum[:, :n]
+    mean = s.key_mean.reshape(k.shape[2:])
+    calls: list[Callable[[], object]] = []
+    for b in range(p.batch):
+        kb = b if k.shape[0] > 1 else 0
+        calls += [partial(np.matmul, s.ones[:, :skv], k[kb].reshape(skv, -1), out=s.key_mean),
+                  partial(np.multiply, s.key_mean, np.float32(1.0 / skv), out=s.key_mean),
+                  partial(np.subtract, k[kb], mean, out=s.keys),
+                  partial(np.multiply, s.keys, np.float32(scale * LOG2_E), out=s.keys),
+                  partial(np.matmul, q[b].transpose(1, 0, 2), s.keys.transpose(1, 2, 0), out=scores),
+                  partial(_exp2_in_place, scores),
+                  partial(np.matmul, scores, s.ones.reshape(-1, 1)[:skv], out=row_sum),
+                  partial(_sums_below_limit, row_sum),
+                  partial(np.divide, np.float32(1.0), row_sum, out=row_sum),
+                  partial(np.matmul, scores, v[b if v.shape[0] > 1 else 0].transpose(1, 0, 2),
+                          out=out4[b].transpose(1, 0, 2)),
+                  partial(np.multiply, out4[b], row_sum.transpose(1, 0, 2), out=out4[b])]
+    return calls

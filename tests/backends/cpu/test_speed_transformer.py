@@ -232,3 +232,58 @@ def test_unmasked_one_block_attention_propagates_nan() -> None:
     out = np.zeros((1, 6, 8), np.float32)
     blocked.run(q, k, v, out, plan, blocked.Scratch(plan), None, False, 0.5)
     assert np.all(np.isnan(out[..., 4:])) and np.all(np.isfinite(out[..., :4]))
+
+
+@pytest.mark.parametrize(("shape", "kv", "spread"), [
+    ((1, 128, 4, 64), (1, 128, 4, 64), 2.0),  # BERT-4L
+    ((2, 9, 2, 8), (1, 11, 2, 8), 2.0),  # two query batches over one key batch
+    ((1, 33, 2, 16), (1, 33, 2, 16), 80.0),  # a row sum over the limit: the bound calls say False
+])
+def test_bound_shifted_attention_matches_float64(shape: tuple, kv: tuple, spread: float) -> None:
+    """`bind_shifted`: the unmasked one-block path as calls bound to fixed arrays (made once, run twice on fresh
+    values written into the same arrays) equals the float64 reference, or reports the fallback."""
+    rng = np.random.default_rng(9)
+    q = np.empty(shape, np.float32)
+    k, v = np.empty(kv, np.float32), np.empty(kv, np.float32)
+    plan = blocked.plan(q.shape, k.shape, v.shape)
+    scratch = blocked.Scratch(plan, np.full(plan.scratch_bytes, 0xFF, np.uint8))  # NaN-filled arena chunk
+    out = np.full((shape[0], shape[1], shape[2] * kv[3]), np.nan, np.float32)
+    calls = blocked.bind_shifted(q, k, v, out, plan, scratch, 1.0 / np.sqrt(shape[3]))
+    assert calls is not None
+    for _ in range(2):
+        q[...] = rng.standard_normal(shape) * spread
+        k[...] = rng.standard_normal(kv) * spread
+        v[...] = rng.standard_normal(kv)
+        ok = all(call() is not False for call in calls)
+        assert ok == (spread < 10)
+        if ok:
+            want = references.attention(q, k, v, None, False)
+            np.testing.assert_allclose(out, want, rtol=2e-5, atol=2e-6 * max(1.0, float(np.abs(want).max())))
+    grouped = blocked.plan((1, 8, 4, 8), (1, 8, 2, 8), (1, 8, 2, 8))
+    assert blocked.bind_shifted(np.zeros((1, 8, 4, 8), np.float32), *(np.zeros((1, 8, 2, 8), np.float32),) * 2,
+                                np.zeros((1, 8, 32), np.float32), grouped, blocked.Scratch(grouped), 0.5) is None
+
+
+@pytest.mark.parametrize("spread", [2.0, 80.0])
+def test_attention_op_bound_calls_follow_their_inputs(tmp_path: Path, spread: float) -> None:
+    """The Attention op (zero mask: the bound centred path) over several runs with fresh inputs, and with a score
+    spread that takes the exact-max fallback, vs float64."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_attention import _attention_model
+
+    import mnnpy
+
+    interp = mnnpy.Interpreter(str(_attention_model(tmp_path / "a.mnn", 24, heads=2, head_dim=8)))
+    session = interp.createSession({"numThread": 1})
+    rng = np.random.default_rng(10)
+    for _ in range(3):
+        q, k, v = (rng.standard_normal((1, 24, 2, 8)).astype(np.float32) * (spread if i < 2 else 1)
+                   for i in range(3))
+        for name, value in zip("qkv", (q, k, v), strict=True):
+            interp.getSessionInput(session, name).copyFrom(value)
+        interp.runSession(session)
+        got = np.array(interp.getSessionOutput(session).getNumpyData()).reshape(1, 24, 16)
+        want = references.attention(q, k, v, None, False)
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6 * max(1.0, float(np.abs(want).max())))
+    execution = next(c.execution for c in session.commands if c.info.get("algorithm", "").startswith("attention"))
+    assert execution._bound is not None and execution._bound[4] is not None
