@@ -10,10 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from mnnpy.converter.api import convert
+from support import runners
 
 import mnnpy as MNN  # noqa: N812 - as MNN scripts do
-from mnnpy.core import registry
-from mnnpy.core.backend import BackendUnavailable
 
 MODELS = ("resnet18", "mobilenetv2", "bert4l", "vit_tiny")
 
@@ -54,10 +53,7 @@ def converted(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]
 @pytest.mark.parametrize("model", MODELS)
 def test_bench_model_on_gpu(model: str, backend: str, converted: Callable[[str], Path]) -> None:
     pytest.importorskip("onnx", reason="onnx not installed (builds the models)")
-    try:
-        registry.get_runtime(backend.lower())
-    except BackendUnavailable as exc:
-        pytest.skip(f"{backend} device absent: {exc}")
+    runners.require_backend(backend)
     path = converted(model)
     want, _ = _run(path, "CPU", 0)
     got, fallbacks = _run(path, backend, 0)

@@ -226,13 +226,8 @@ def test_shapes_through_patch_convolution(tmp_path: Path) -> None:
 @pytest.mark.parametrize("backend", ["opencl", "vulkan"])
 def test_pruned_folded_vit_on_gpu_backends(tmp_path: Path, backend: str) -> None:
     """The one-row ops, the row Gathers and the LayerNorms without gamma / beta on mnnpy's GPU backends."""
-    from mnnpy.core import registry
-    from mnnpy.core.backend import BackendUnavailable
 
-    try:
-        registry.get_runtime(backend)
-    except BackendUnavailable as exc:
-        pytest.skip(str(exc))
+    runners.require_backend(backend)
     model = vit_like([0, 5])
     graph, counts = convert(model)
     assert counts[prune_rows.NAME] == 12 and counts[fold_layer_norm_affine.NAME] == 4

@@ -156,13 +156,8 @@ def test_group_norm_swish_end_to_end(tmp_path: Path) -> None:
 @pytest.mark.parametrize("backend", ["opencl", "vulkan"])
 def test_fused_models_on_gpu_backends(tmp_path: Path, backend: str) -> None:
     """The fused BERT (compatible) and Swin (extended) files run their Attention ops on the GPU backends."""
-    from mnnpy.core import registry
-    from mnnpy.core.backend import BackendUnavailable
 
-    try:
-        registry.get_runtime(backend)
-    except BackendUnavailable as exc:
-        pytest.skip(str(exc))
+    runners.require_backend(backend)
     bert = _bench_model(tmp_path, "bert4l", seq=16, dim=32, heads=2, layers=1)
     bert_feeds = {"input": np.random.default_rng(0).standard_normal((1, 16, 32)).astype(np.float32)}
     for (model, feeds), extended in (((bert, bert_feeds), False), (swin_blocks(), True)):

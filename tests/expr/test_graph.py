@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support import runners
 
 import mnnpy.expr as F  # noqa: N812 - the alias MNN scripts use
 from mnnpy.core.session import COUNTERS as CORE
@@ -139,14 +140,9 @@ def test_executor_config_replans_and_keeps_results() -> None:
 
 @pytest.mark.parametrize("backend", ["OPENCL", "VULKAN"])
 def test_expressions_run_on_other_backends(backend: str) -> None:
-    from mnnpy.core import registry
-    from mnnpy.core.backend import BackendUnavailable
     from mnnpy.expr import graph
 
-    try:
-        registry.get_runtime(backend.lower())
-    except BackendUnavailable as exc:
-        pytest.skip(f"{backend} unavailable: {exc}")
+    runners.require_backend(backend)
     rng = np.random.default_rng(0)
     data = rng.normal(size=(1, 5, 7, 6)).astype(np.float32)
     w = rng.normal(size=(4, 5, 3, 3)).astype(np.float32)

@@ -123,3 +123,17 @@ def run_once(interp: Any, session: Any, x: np.ndarray) -> np.ndarray:
     interp.getSessionInput(session).fromNumpy(x)
     interp.runSession(session)
     return np.array(interp.getSessionOutput(session).getNumpyData())
+
+
+def require_backend(name: str) -> None:
+    """Skip the calling test, saying so, when mnnpy's ``name`` backend has no device here (OpenCL without an ICD,
+    Vulkan without a driver); CI installs PoCL and lavapipe, so there it runs."""
+    import pytest
+
+    from mnnpy.core import registry
+    from mnnpy.core.backend import BackendUnavailable
+
+    try:
+        registry.get_runtime(name.lower())
+    except BackendUnavailable as exc:
+        pytest.skip(f"{name} device absent: {exc}")

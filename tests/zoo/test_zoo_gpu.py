@@ -9,10 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from mnnpy.converter.api import convert
+from support import runners
 
 import mnnpy as MNN  # noqa: N812 - as MNN scripts do
-from mnnpy.core import registry
-from mnnpy.core.backend import BackendUnavailable
 
 pytestmark = pytest.mark.zoo
 SHAPES = {"ppocr-det": (1, 3, 160, 320), "ppocr-rec": (1, 3, 48, 320)}
@@ -35,10 +34,7 @@ def _run(path: Path, backend: str, x: np.ndarray) -> tuple[np.ndarray, list[str]
 @pytest.mark.parametrize("backend", ["OPENCL", "VULKAN"])
 @pytest.mark.parametrize("model", sorted(SHAPES))
 def test_ocr_on_gpu_backend(model: str, backend: str, zoo_fetch: Callable[[str], Path], tmp_path: Path) -> None:
-    try:
-        registry.get_runtime(backend.lower())
-    except BackendUnavailable as exc:
-        pytest.skip(f"{backend} device absent: {exc}")
+    runners.require_backend(backend)
     path = tmp_path / f"{model}.mnn"
     convert(str(zoo_fetch(model)), str(path), "ONNX")
     x = np.random.default_rng(0).random(SHAPES[model]).astype(np.float32)
