@@ -7,6 +7,7 @@ one numpy buffer and returns the aligned base every tensor becomes a view of.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -122,7 +123,8 @@ def huge_buffer(nbytes: int) -> np.ndarray:
     start = -raw.ctypes.data % HUGE
     advice = getattr(mmap, "MADV_HUGEPAGE", None)
     if advice is not None:
-        area.madvise(advice, start, size)
+        with contextlib.suppress(OSError):  # a kernel built without transparent huge pages refuses (EINVAL)
+            area.madvise(advice, start, size)
     return raw[start: start + nbytes]
 
 
