@@ -12,8 +12,9 @@ the last block's output projection, both residual Adds, the MLP and the LayerNor
 
 The Attention itself stays whole: official MNN 3.6.1's Attention is wrong when the query length differs from the key
 length (measured: q [1, 1, 3, 8] against k / v [1, 9, 3, 8], zero mask: max error 2.0 vs numpy, mnnpy 7e-8; also
-fuse_attention.py), so its query rows are not pruned. Shapes come from static_shapes.py; a selection whose input
-shape is not known statically, or whose index is computed at run time, is left alone.
+fuse_attention.py), so its query rows are not pruned. Shapes come from mnnpy's own pre-inference on the graph
+written as a net (`mnnpy.core.session.infer_shapes`: the runtime's shape functions and constant folding, at the
+declared input shapes); with dynamic inputs, or a selection whose index is computed at run time, nothing is pruned.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
 from ..graph import Graph, Node
-from . import remove_dead, static_shapes
+from . import remove_dead
 from .token_reorder import per_token
 
 NAME = "prune-rows"
@@ -161,10 +162,24 @@ def _rewrite(graph: Graph, sel: Selection, nodes: list[Node], shapes: dict[str, 
     graph.nodes[at:at + 1] = new
 
 
+def _shapes(graph: Graph) -> dict[str, list[int]]:
+    """Tensor name -> static shape from pre-inference; {} when it cannot run (dynamic input dims, say)."""
+    from mnnpy.schema.errors import ModelError
+
+    from mnnpy.core.session import infer_shapes
+
+    from ..writer import graph_to_net
+
+    try:
+        return {name: list(shape) for name, shape in infer_shapes(graph_to_net(graph)).items()}
+    except ModelError:  # ConvertError is one too
+        return {}
+
+
 def apply(graph: Graph) -> int:
     """Returns the number of ops moved onto selected rows."""
     count = 0
-    shapes = static_shapes.infer(graph)
+    shapes = _shapes(graph)
     alive = {id(n) for n in graph.nodes}
     for node in list(graph.nodes):
         sel = find(graph, node, shapes) if id(node) in alive else None
@@ -175,6 +190,6 @@ def apply(graph: Graph) -> int:
         count += len(nodes)
         remove_dead.apply(graph)
         graph.nodes[:] = graph.topological_order()
-        shapes = static_shapes.infer(graph)
+        shapes = _shapes(graph)
         alive = {id(n) for n in graph.nodes}
     return count

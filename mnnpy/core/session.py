@@ -64,6 +64,42 @@ def _host_desc(desc: TensorDesc) -> TensorDesc:
     """A host copy's descriptor: logical values in the tensor's own dim order (NHWC stays NHWC, as in TF models)."""
     return desc if desc.fmt == NHWC else desc.with_(fmt=NCHW)
 
+def fold_op(backup: Backend, op: Any, in_values: list[np.ndarray], out_descs: list[TensorDesc]) -> list[np.ndarray]:
+    """Run one op on constant inputs on the CPU backend ``backup`` (resize-time constant folding)."""
+    geo = registry.GEOMETRY.get(int(op.type))
+    in_descs = [TensorDesc(v.shape, v.dtype, NCHW) for v in in_values]
+    regions = geo(op, in_descs, out_descs, in_values) if geo is not None else None
+    if regions is not None:
+        return [ref_raster.raster(r, in_values, d.shape, d.dtype) for r, d in zip(regions, out_descs, strict=True)]
+    fmts = backup.supported_formats(op.type)
+    fmt = NCHW if NCHW in fmts else fmts[0]
+    ins = [TensorRef(-1, TensorDesc(v.shape, v.dtype, fmt if k == 0 else NCHW), "",
+                     pack_value(v, fmt) if k == 0 else v, True) for k, v in enumerate(in_values)]
+    outs = [TensorRef(-1, d.with_(fmt=fmt)) for d in out_descs]
+    for r in outs:
+        r.array = np.zeros(r.desc.physical_shape, dtype=r.desc.dtype)
+    execution = backup.on_create(op.type, op, ins, outs)
+    if execution is None:
+        raise ModelError(f"op {op.name!r} ({op_type_name(op.type)}): cannot fold constants, no CPU kernel")
+    execution.on_resize()
+    execution.on_execute()
+    return [np.array(_unpacked(r) if r.desc.fmt == "NC4HW4" else r.array) for r in outs]
+
+
+def infer_shapes(net: Any) -> dict[str, tuple[int, ...]]:
+    """Tensor name -> logical shape, from pre-inference's shape computation and constant folding alone (no kernels,
+    no memory) at the net's declared input shapes: what the converter's passes ask of a graph written as a net.
+
+    Raises:
+        ModelError: pre-inference cannot run (dynamic input dims, shapes that need input values, a bad net).
+    """
+    from functools import partial
+
+    backup = registry.get_runtime("cpu").create_backend({})
+    g = encode(net, {}, set(), partial(fold_op, backup))
+    return {g.names[i]: tuple(d.shape) for i, d in enumerate(g.descs[: len(net.tensorName or [])]) if d is not None}
+
+
 class Session:
     """One runnable instance of a net for a ScheduleConfig (MNN: `Session`)."""
 
@@ -115,24 +151,7 @@ class Session:
     # *** pre-inference ***
     def _eval_const(self, op: Any, in_values: list[np.ndarray], out_descs: list[TensorDesc]) -> list[np.ndarray]:
         """Run one op on constant inputs on the CPU backup backend (resize-time constant folding)."""
-        geo = registry.GEOMETRY.get(int(op.type))
-        in_descs = [TensorDesc(v.shape, v.dtype, NCHW) for v in in_values]
-        regions = geo(op, in_descs, out_descs, in_values) if geo is not None else None
-        if regions is not None:
-            return [ref_raster.raster(r, in_values, d.shape, d.dtype) for r, d in zip(regions, out_descs, strict=True)]
-        fmts = self.backup.supported_formats(op.type)
-        fmt = NCHW if NCHW in fmts else fmts[0]
-        ins = [TensorRef(-1, TensorDesc(v.shape, v.dtype, fmt if k == 0 else NCHW), "",
-                         pack_value(v, fmt) if k == 0 else v, True) for k, v in enumerate(in_values)]
-        outs = [TensorRef(-1, d.with_(fmt=fmt)) for d in out_descs]
-        for r in outs:
-            r.array = np.zeros(r.desc.physical_shape, dtype=r.desc.dtype)
-        execution = self.backup.on_create(op.type, op, ins, outs)
-        if execution is None:
-            raise ModelError(f"op {op.name!r} ({op_type_name(op.type)}): cannot fold constants, no CPU kernel")
-        execution.on_resize()
-        execution.on_execute()
-        return [np.array(_unpacked(r) if r.desc.fmt == "NC4HW4" else r.array) for r in outs]
+        return fold_op(self.backup, op, in_values, out_descs)
 
     def resize(self) -> None:
         """Redo pre-inference for the current input shapes (MNN: `Session::resize`)."""

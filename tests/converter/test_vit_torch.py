@@ -94,7 +94,7 @@ def test_torch_vit_pruned_and_folded(tmp_path: Path) -> None:
     counts = run_pipeline(graph)
     # the last block after its Attention: context Reshape, projection MatMul + bias Add, residual Add, LayerNorm,
     # fc1 + bias, GELU, fc2 + bias, residual Add and the final LayerNorm (needs the token count through the patch
-    # conv and torch's Shape -> Slice -> Concat flatten, static_shapes.py)
+    # conv and torch's Shape -> Slice -> Concat flatten, mnnpy.core.session.infer_shapes)
     assert counts[prune_rows.NAME] == 12
     assert counts[fold_layer_norm_affine.NAME] == 2 * DEPTH
     assert [n.op_type for n in graph.nodes].count(fb.OpType.Attention) == DEPTH
