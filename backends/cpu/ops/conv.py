@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import weakref
 from typing import Any
 
 import numpy as np
@@ -15,7 +14,6 @@ from mnnpy.core import session
 from mnnpy.core.registry import cpu_kernel
 
 OT = fb.OpType
-_SCRATCH: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # backend -> Winograd scratch pool
 
 
 def _with_output_pads(conv: Any, in_shape: tuple[int, ...], out_shape: tuple[int, ...]) -> Any:
@@ -95,7 +93,8 @@ class Convolution(CPUExecution):
     def _make(self, params: Any) -> Any:
         from mnnpy.backends.cpu.compute.conv import make_conv2d_kernel
 
-        scratch = _SCRATCH.setdefault(self.backend, {})  # per backend (one per session): its kernels run in turn
+        # one scratch pool per backend (one per session; its kernels run in turn), kept with its prepared kernels
+        scratch = self.backend.kernel_cache.setdefault("conv-scratch", {})
         try:
             try:
                 kernel = make_conv2d_kernel(params, self.op.type, self.shape, threads=self.threads, force=self.force,
