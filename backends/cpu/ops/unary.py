@@ -76,11 +76,11 @@ class Unary(CPUExecution):
         self.fn = UNARY[kind]
         self.algorithm = f"unary-{kind}"
         plain = self.x.array.dtype == np.float32 and not np.shares_memory(self.x.array, self.y.array)
-        if kind == 33 and plain:  # GELU (erf): three scratch arrays shared by shape, no temporaries
+        if kind == 33 and plain:  # GELU (erf): two scratch arrays shared by shape, no temporaries
             key = ("gelu-scratch", self.x.array.shape)
-            a, t, b = self.backend.kernel_cache.get(key) or tuple(np.empty_like(self.x.array) for _ in range(3))
-            self.backend.kernel_cache[key] = (a, t, b)
-            self.fn = partial(gelu_erf, a=a, t=t, b=b)
+            a, t = self.backend.kernel_cache.get(key) or tuple(np.empty_like(self.x.array) for _ in range(2))
+            self.backend.kernel_cache[key] = (a, t)
+            self.fn = partial(gelu_erf, a=a, t=t)
             self.algorithm = "gelu-erf"
 
     def on_execute(self) -> None:
