@@ -245,6 +245,15 @@ def winograd_layout(n: int, tiles_hw: tuple[int, int], alpha: int, cp: int, ocp:
     return blocks, min(lanes, len(blocks)), False
 
 
+def winograd_channel_bands(by_positions: bool, group: int, alpha: int) -> bool:
+    """Whether ``winograd_layout``'s weight-heavy single block is split by bands of output channels (every lane
+    transforms the whole input block and runs its band's GEMMs, output transform and stores) rather than by alpha²
+    positions (transforms on one core). Measured with 2 lanes, interleaved: 128ch 28² F(4,3) 0.58 -> 0.50 ms and
+    0.86 -> 0.69; 256ch 14² F(2,3) 0.77 -> 0.83, 0.95 -> 0.93, 0.87 -> 0.88 (its transforms are a smaller share
+    of the work and the input transform is done twice), so from alpha = 6 (F(4,3)) up, ungrouped only."""
+    return by_positions and group == 1 and alpha >= 6
+
+
 def winograd_memory(ic: int, oc: int, in_shape: tuple[int, ...], out_hw: tuple[int, int], k: int, unit: int,
                     group: int = 1, threads: int = 1, pads: tuple[int, ...] = (0, 0, 0, 0)) -> WinogradMemory:
     """Footprint of ``backends/cpu/compute/winograd_conv.WinogradKernel`` for these shapes (its allocations).
@@ -262,10 +271,15 @@ def winograd_memory(ic: int, oc: int, in_shape: tuple[int, ...], out_hw: tuple[i
     weights = a * a * (cp * ocp if group == 1 else ic * oc // group)
     padded = n * max(pads[0] + h, th * unit + k - 1) * max(pads[1] + w, tw * unit + k - 1) * cp
     lanes = lane_count(threads, 2.0 * n * oh * ow * oc * (ic // group) * k * k)
-    blocks, lanes, _ = winograd_layout(n, (th, tw), a, cp, ocp, ic * oc // group, lanes)
+    blocks, block_lanes, by_positions = winograd_layout(n, (th, tw), a, cp, ocp, ic * oc // group, lanes)
+    if winograd_channel_bands(by_positions, group, a):  # every lane holds M and AᵀM of its band of channels
+        band = -(-ocp // 4 // min(lanes, ocp // 4)) * 4
+        lanes = -(-ocp // band)
+    else:
+        band, lanes = ocp, block_lanes
     block = max((n1 - n0) * (r1 - r0) * tw for n0, n1, r0, r1 in blocks)
     g2 = 1 + (group > 1)  # ungrouped: V reuses D's buffer and Y reuses M's
-    per_tile = (1 + g2) * a * a * cp + g2 * a * a * ocp + unit * a * ocp + (g2 - 1) * unit * unit * ocp
+    per_tile = (1 + g2) * a * a * cp + g2 * a * a * band + unit * a * band + (g2 - 1) * unit * unit * ocp
     return WinogradMemory(4 * weights, 4 * (padded + lanes * block * per_tile))
 
 

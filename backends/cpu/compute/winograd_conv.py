@@ -12,7 +12,11 @@ one session share their scratch, lane by lane, so consecutive layers reuse warm 
    (full tiles, and the clipped last tile row / column where the tiles overhang the edge).
 
 All buffers and per-block views are built at make time; ``run`` is a loop over a few blocks of numpy calls. With
-``numThread`` > 1 that many lanes (each with its own scratch) claim the blocks one by one, concurrently.
+``numThread`` > 1 that many lanes (each with its own scratch) claim the blocks one by one, concurrently. A single
+weight-heavy block (deep layers, few pixels) is split either by alpha² positions (the lanes share the GEMMs, the
+transforms run on one core) or, where the transforms are a large share (``strategy.winograd_channel_bands``), by
+bands of output channels: every lane transforms the whole input block and runs the GEMMs, the output transform and
+the stores of its band, so only the input copy runs on one core.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from mnnpy.core.strategy import WINOGRAD_BLOCK_BYTES, ConvPlan, winograd_layout
+from mnnpy.core.strategy import WINOGRAD_BLOCK_BYTES, ConvPlan, winograd_channel_bands, winograd_layout
 
 from .blas import lane_count, run_lanes
 from .common import (
@@ -33,6 +37,7 @@ from .common import (
     PACK,
     Conv2DKernel,
     Conv2DParams,
+    add_row_bias,
     ceil4,
     copy_input_rows,
     copy_pixels,
@@ -67,6 +72,9 @@ class _Block(NamedTuple):
     tiles: np.ndarray
     rows: tuple[int, int, int, int]  # n0, n1, first output row, last output row (exclusive)
     in_rows: tuple[int, ...]  # n0, n1, first and end input row its tiles read (copied in by its lane with lanes)
+    oc4: tuple[int, int]  # the band of output channel blocks (of PACK) it computes
+    weight: np.ndarray  # the transformed weights of that band
+    bias_tile: np.ndarray  # bias rows of that band (see common.add_row_bias)
 
 
 class WinogradKernel(Conv2DKernel):
@@ -97,17 +105,30 @@ class WinogradKernel(Conv2DKernel):
         self.at = np.ascontiguousarray(mat_a.T, dtype=np.float32)
         wg = weight.reshape(g, ocg, icg, k, k)
         if g == 1:
-            self.weight = transform_weights(wg, u, cp, ocp)[0]
+            weights = transform_weights(wg, u, cp, ocp)[0]
         else:
-            self.weight = np.ascontiguousarray(transform_weights(wg, u, icg, ocg).transpose(1, 0, 2, 3))
+            weights = np.ascontiguousarray(transform_weights(wg, u, icg, ocg).transpose(1, 0, 2, 3))
         lanes = lane_count(plan.threads, 2.0 * n * oh * ow * oc * (c // g) * k * k)
         # One block whose weights outweigh its tiles (deep layers, few pixels: weight-bandwidth bound): the lanes
-        # share the alpha² GEMMs instead of the tiles, so each lane streams only its share of the weights. (Also
-        # splitting both transforms by rows of positions / outputs, one more hand-off, measured no better.)
+        # share the alpha² GEMMs or the output channels instead of the tiles, so each lane streams only its share of
+        # the weights. (Splitting both transforms by rows of positions / outputs, one more hand-off: no better.)
         blocks, block_lanes, by_positions = winograd_layout(n, (th, tw), a, cp, ocp, g * icg * ocg, lanes,
                                                             BLOCK_BYTES)
-        self.positions = _bands(a * a, lanes) if by_positions else None
-        lanes = block_lanes
+        by_channels = winograd_channel_bands(by_positions, g, a)
+        self.positions = _bands(a * a, lanes) if by_positions and not by_channels else None
+        # (blocks x output channel bands) are the work items the lanes claim; bands only for the weight-heavy block
+        bands = _bands(ocp // PACK, lanes) if by_channels else [(0, ocp // PACK)]
+        self.by_channels = len(bands) > 1
+        lanes = len(bands) if self.by_channels else block_lanes
+        # each band's weights contiguous (as column views of the whole the GEMMs ran ~12% slower); the kernel keeps
+        # only the bands
+        self.weights = [weights] if not self.by_channels else \
+            [np.ascontiguousarray(weights[:, :, b0 * PACK: b1 * PACK]) for b0, b1 in bands]
+        band_weights = self.weights
+        band_bias = [self.bias_tile if not self.by_channels else
+                     np.ascontiguousarray(self.bias_tile[:, b0 * PACK: b1 * PACK]) for b0, b1 in bands]
+        items = [(blk, i) for blk in blocks for i in range(len(bands))]
+        band_max = max(b1 - b0 for b0, b1 in bands) * PACK
         t_max = max((n1 - n0) * (r1 - r0) * tw for n0, n1, r0, r1 in blocks)
         ones = [x for x in range(a) if np.all(mat_a[x] == 1.0)]  # Aᵀ e_x = 1: bias added to M there reaches all of Y
         self.bias_position = ones[0] * a + ones[0] if ones else None
@@ -115,10 +136,10 @@ class WinogradKernel(Conv2DKernel):
         # Each lane owns scratch and a view of every block on it; at run time the lanes claim blocks one by one, so
         # a lane whose core is taken by another process leaves its share to the others instead of stalling the run.
         self.lanes = []
-        self.memory_bytes = self.weight.nbytes + self.xp.nbytes  # what it holds, reported next to the estimate
-        for lane in range(min(lanes, len(blocks))):
-            sizes = {"d": a * a * t_max * cp, "e": a * a * t_max * cp, "m": a * a * t_max * ocp,
-                     "f": u * a * t_max * ocp}
+        self.memory_bytes = sum(w.nbytes for w in band_weights) + self.xp.nbytes  # held, reported beside the estimate
+        for lane in range(min(lanes, len(items))):
+            sizes = {"d": a * a * t_max * cp, "e": a * a * t_max * cp, "m": a * a * t_max * band_max,
+                     "f": u * a * t_max * band_max}
             if g > 1:  # M's padded output channels must stay zero: private buffers, Y not in M's
                 sizes |= {"v": a * a * t_max * cp, "y": u * u * t_max * ocp, "mg": a * a * t_max * ocp}
             bufs = {name: scratch_buffer(scratch if g == 1 else None, lane, name, size) for name, size in sizes.items()}
@@ -127,14 +148,17 @@ class WinogradKernel(Conv2DKernel):
             self.memory_bytes += 4 * sum(sizes.values())
             bufs.setdefault("v", bufs["d"])  # D is dead once BᵀD is formed, M once AᵀM is: V and Y reuse them
             bufs.setdefault("y", bufs["m"])
-            self.lanes.append([self._block(bufs, windows, blk, dims, self.bias_position) for blk in blocks])
+            self.lanes.append([self._block(bufs, windows, blk, (*dims[:4], (b1 - b0) * PACK, *dims[5:]),
+                                           self.bias_position, (b0, b1), band_weights[i], band_bias[i])
+                               for blk, i in items for b0, b1 in [bands[i]]])
         self.blocks = self.lanes[0]
         self._stores: tuple[tuple, list[list[list[tuple[np.ndarray, np.ndarray]]]]] | None = None  # see _stores_for
         COUNTERS["weight_transforms"] += 1
 
     @staticmethod
     def _block(scratch: dict[str, np.ndarray], windows: np.ndarray, blk: tuple[int, int, int, int],
-               dims: tuple[int, ...], bias_position: int | None) -> _Block:
+               dims: tuple[int, ...], bias_position: int | None, oc4: tuple[int, int], weight: np.ndarray,
+               bias_tile: np.ndarray) -> _Block:
         a, u, tw, cp, ocp, g, c, oc, oh, k, pt, h = dims
         n0, n1, r0, r1 = blk
         nb, rb = n1 - n0, r1 - r0
@@ -163,11 +187,12 @@ class WinogradKernel(Conv2DKernel):
         return _Block(windows[:, :, n0:n1, r0:r1], d, _by_columns(d, a), _by_columns(e, a), e.reshape(a, a, -1), v,
                       v_groups, m_groups, m_scatter, _by_columns(m.reshape(a, -1), a), m_bias, _by_columns(f, a),
                       f.reshape(u, a, -1), y, y.reshape(u, u, t, ocp), tiles, (n0, n1, r0 * u, row_end),
-                      input_rows((n0, n1), (r0 * u, r1 * u + k - 1), pt, h))
+                      input_rows((n0, n1), (r0 * u, r1 * u + k - 1), pt, h), oc4, weight, bias_tile)
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out`` (blocks, or the GEMM positions, spread over lanes)."""
-        split = self.positions is None and len(self.lanes) > 1  # each lane copies the input rows of its blocks
+        # each lane copies the input rows of its blocks (channel bands share them: copied once, first)
+        split = self.positions is None and len(self.lanes) > 1 and not self.by_channels
         if not split:
             copy_pixels(self.interior, x, (0, 2, 3, 1))
         stores = self._stores_for(out)
@@ -197,11 +222,12 @@ class WinogradKernel(Conv2DKernel):
         ow = out.shape[3]
         n0, n1, row0, row1 = b.rows
         tiles = b.tiles  # [x, y, n, r, t, oc4, 4] -> out[n, oc4, row0 + r*u + x, t*u + y]
+        bands = slice(*b.oc4)
         stores = []
         for r_a, r_b, ur in _spans(row1 - row0, u):
             rows = slice(row0 + r_a * u, row0 + r_a * u + (r_b - r_a) * ur)
             for c_a, c_b, uc in _spans(ow, u):
-                dst = out[n0:n1, :, rows, c_a * u: c_a * u + (c_b - c_a) * uc].view()
+                dst = out[n0:n1, bands, rows, c_a * u: c_a * u + (c_b - c_a) * uc].view()
                 dst.shape = (n1 - n0, dst.shape[1], r_b - r_a, ur, c_b - c_a, uc, PACK)  # a view (raises if not)
                 stores.append(pixel_copy(dst, tiles[:ur, :uc, :, r_a:r_b, c_a:c_b], _ORDER))
         return stores
@@ -212,29 +238,32 @@ class WinogradKernel(Conv2DKernel):
         np.matmul(self.bt, b.e_3d, out=b.v)
 
     def _gemm(self, b: _Block, p0: int, p1: int) -> None:
-        np.matmul(b.v_groups[p0:p1], self.weight[p0:p1], out=b.m_groups[p0:p1])
+        np.matmul(b.v_groups[p0:p1], b.weight[p0:p1], out=b.m_groups[p0:p1])
 
     def _run_blocks(self, blocks: list[_Block], stores: list[list[tuple[np.ndarray, np.ndarray]]],
                     claim: Callable[[], int], x: np.ndarray | None = None) -> None:
         """Claim the next unclaimed block until none is left (the blocks are views on this lane's scratch); with
         ``x``, copy the input rows each block reads first (lanes: the input copy runs in parallel too)."""
+        transformed = None  # channel bands of one block: V stays in this lane's scratch (the output side reuses M)
         while (k := claim()) < len(blocks):
             b = blocks[k]
             if x is not None:
                 copy_input_rows(self.interior, x, b.in_rows)
-            self._transform_in(b)
-            self._gemm(b, 0, len(self.weight))
+            if b.rows != transformed:
+                self._transform_in(b)
+                transformed = b.rows if self.by_channels else None
+            self._gemm(b, 0, len(b.weight))
             self._transform_out(b, stores[k])
 
     def _transform_out(self, b: _Block, stores: list[tuple[np.ndarray, np.ndarray]]) -> None:
         if b.m_scatter is not None:
             np.copyto(b.m_scatter, b.m_groups.transpose(0, 2, 1, 3))
         if b.m_bias is not None:
-            self._add_bias(b.m_bias)  # 1/u² of the work of adding it to Y
+            add_row_bias(b.m_bias, b.bias_tile)  # 1/u² of the work of adding it to Y
         np.matmul(self.at, b.m_mat, out=b.f)
         np.matmul(self.at, b.f_3d, out=b.y)
         if b.m_bias is None:
-            self._add_bias(b.y_rows)
+            add_row_bias(b.y_rows, b.bias_tile)
         self._activate(b.y_rows)
         for dst, src in stores:
             np.copyto(dst, src)

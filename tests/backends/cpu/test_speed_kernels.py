@@ -158,7 +158,9 @@ def test_matmul_lanes_match_float64(tmp_path: Path, trans_b: bool) -> None:
 @pytest.mark.parametrize(("ic", "oc", "hw", "unit", "group"), [(256, 256, 7, 2, 1), (192, 160, 13, 4, 1),
                                                                (192, 192, 9, 6, 1), (256, 256, 11, 4, 2)])
 def test_winograd_position_lanes(ic: int, oc: int, hw: int, unit: int, group: int) -> None:
-    """Weight-heavy single block, 2 lanes: the alpha² GEMMs split over the lanes (grouped, staged, F(2..6))."""
+    """Weight-heavy single block, 2 lanes: the alpha² GEMMs split over the lanes (F(2,3) and grouped), or, from
+    F(4,3) up, ungrouped, bands of output channels (each lane: whole input transform, its band's GEMMs, output
+    transform and stores; 160 channels = 40 blocks of 4: bands of 20)."""
     sys.path.insert(0, str(Path(__file__).parent))
     from compute.helpers import assert_close, reference_conv, run_kernel
     from mnnpy.backends.cpu.compute.conv import conv2d_params
@@ -167,8 +169,32 @@ def test_winograd_position_lanes(ic: int, oc: int, hw: int, unit: int, group: in
     conv = make_conv(ic, oc, (3, 3), pads=(1, 1, 1, 1), group=group, relu=True, seed=11)
     x = np.random.default_rng(12).standard_normal((1, ic, hw, hw)).astype(np.float32)
     got, kernel = run_kernel(conv, 12, x, force=f"winograd:{unit}", threads=2)
-    assert kernel.positions is not None and len(kernel.positions) == 2
+    if unit >= 4 and group == 1:
+        assert kernel.positions is None and kernel.by_channels and len(kernel.lanes) == 2
+        assert [b.oc4 for b in kernel.lanes[1]] == [(0, oc // 8), (oc // 8, oc // 4)]
+    else:
+        assert kernel.positions is not None and len(kernel.positions) == 2 and not kernel.by_channels
     assert kernel.memory_bytes == kernel.plan.memory_bytes  # the strategy's estimate follows the split
+    assert_close(got, reference_conv(x.astype(np.float64), conv, conv2d_params(conv, 12, x.shape)))
+
+
+def test_winograd_channel_bands_on_one_lane() -> None:
+    """Channel bands claimed by one lane (here: the lanes are driven by someone else, so the tasks run inline and
+    the first claims both bands): the input block is transformed once and kept, and the result is the same."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from compute.helpers import assert_close, reference_conv, run_kernel
+    from mnnpy.backends.cpu.compute import blas
+    from mnnpy.backends.cpu.compute.conv import conv2d_params
+    from support.models import make_conv
+
+    conv = make_conv(192, 160, (3, 3), pads=(1, 1, 1, 1), relu=True, seed=5)
+    x = np.random.default_rng(6).standard_normal((1, 192, 13, 13)).astype(np.float32)
+    assert blas._LANES_BUSY.acquire(blocking=False)
+    try:
+        got, kernel = run_kernel(conv, 12, x, force="winograd:4", threads=2)
+    finally:
+        blas._LANES_BUSY.release()
+    assert kernel.by_channels
     assert_close(got, reference_conv(x.astype(np.float64), conv, conv2d_params(conv, 12, x.shape)))
 
 
