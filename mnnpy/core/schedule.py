@@ -242,9 +242,10 @@ class Scheduler:
 
     def _fuse(self, pinned: set[int], alias: dict[int, int]) -> dict[int, Callable[[], None]]:
         """Callback-free runs for chains producer -> command -> consumer (`Execution.fuse_between`), keyed by
-        ``id(command)``: each link's memory (a tensor and the aliased copies sharing its bytes) has one writer and one
-        reader in the run list and is neither a constant nor pinned (graph input/output, saved), so nothing but the
-        chain sees it."""
+        ``id(command)``: three consecutive commands (nothing runs between them, so a chain may keep its links in
+        scratch shared with other kernels), each link's memory (a tensor and the aliased copies sharing its bytes)
+        with one writer and one reader in the run list and neither a constant nor pinned (graph input/output,
+        saved), so nothing but the chain sees it."""
         writer: dict[int, Command] = {}
         readers: dict[int, list[Command]] = {}
         for cmd in self.commands:
@@ -253,8 +254,8 @@ class Scheduler:
             for i in cmd.inputs:
                 readers.setdefault(alias.get(i, i), []).append(cmd)
         runs: dict[int, Callable[[], None]] = {}
-        for cmd in self.commands:
-            if len(cmd.inputs) != 1 or len(cmd.outputs) != 1:
+        for k, cmd in enumerate(self.commands):
+            if len(cmd.inputs) != 1 or len(cmd.outputs) != 1 or not 0 < k < len(self.commands) - 1:
                 continue
             src, dst = alias.get(cmd.inputs[0], cmd.inputs[0]), alias.get(cmd.outputs[0], cmd.outputs[0])
             if {src, dst} & pinned or self.ref(src).const:
@@ -264,6 +265,8 @@ class Scheduler:
                 continue
             consumer = after[0]
             chain = (producer, cmd, consumer)
+            if self.commands[k - 1] is not producer or self.commands[k + 1] is not consumer:
+                continue
             if [alias.get(i, i) for i in consumer.inputs].count(dst) != 1 or any(id(c) in runs for c in chain) \
                     or any(c.execution is None or c.execution.backend is not cmd.execution.backend for c in chain):
                 continue

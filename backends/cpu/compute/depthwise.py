@@ -22,7 +22,17 @@ import numpy as np
 from mnnpy.core.strategy import ConvPlan
 
 from .blas import lane_count, run_lanes
-from .common import COUNTERS, PACK, Conv2DKernel, Conv2DParams, ceil4, copy_pixels, nhwc_view
+from .common import (
+    COUNTERS,
+    PACK,
+    Conv2DKernel,
+    Conv2DParams,
+    ceil4,
+    copy_pixels,
+    nhwc_view,
+    scratch_buffer,
+    shared_zeros,
+)
 
 # Stride-x > 1: NC4HW4 column phases from this output width on. Measured (1 thread, 3x3/2, copies included):
 # 112² x 96 2.15 -> 1.77 ms, 56² x 144 0.58 -> 0.51 ms; at 28² x 192 0.18 -> 0.21 and 14² x 576 0.12 -> 0.22 the
@@ -34,7 +44,9 @@ class DepthwiseKernel(Conv2DKernel):
     """Depthwise (group == in == out channels) convolution; see the module docstring."""
 
     def __init__(self, params: Conv2DParams, plan: ConvPlan, in_shape: tuple[int, ...], weight: np.ndarray,
-                 bias: np.ndarray) -> None:
+                 bias: np.ndarray, chain: dict | None = None) -> None:
+        """``chain``: a scratch pool (``common.scratch_buffer``); given, the kernel is the NHWC middle of a 1x1 ->
+        depthwise -> 1x1 chain (``run_nhwc``), its buffers shared through the pool, one band."""
         super().__init__(params, plan, in_shape, bias)
         n, c, h, w = self.in_shape
         _, _, oh, ow = self.out_shape
@@ -46,12 +58,12 @@ class DepthwiseKernel(Conv2DKernel):
         packed = np.zeros((kh * kw, cp), dtype=np.float32)
         packed[:, :c] = weight.reshape(c, kh * kw).T
         # numThread > 1: lanes of contiguous output rows, each with its own scratch
-        lanes = max(1, min(lane_count(plan.threads, 2.0 * n * c * oh * ow * kh * kw), oh))
+        lanes = 1 if chain is not None else max(1, min(lane_count(plan.threads, 2.0 * n * c * oh * ow * kh * kw), oh))
         step = -(-oh // lanes)
         self.row_bands = [(r, min(r + step, oh)) for r in range(0, oh, step)]
         rows = [(i * dh, i * dh + (oh - 1) * sh + 1) for i in range(kh)]
         cols = [(j * dw, j * dw + (ow - 1) * sw + 1) for j in range(kw)]
-        self.nc4 = sw == 1 or ow >= PHASE_MIN_OW
+        self.nc4 = (sw == 1 or ow >= PHASE_MIN_OW) and chain is None
         if self.nc4:
             self.xp = np.zeros((sw, n, c4, hp, -(-wp // sw), PACK), dtype=np.float32)  # padded column p: [p % sw]
             self.copies = []  # (phase region, input columns) pairs: input column q is padded column pl + q
@@ -70,12 +82,19 @@ class DepthwiseKernel(Conv2DKernel):
             self.acc = None
             self.tmp = np.empty((n, c4, oh, ow, PACK), dtype=np.float32)
         else:
-            self.xp = np.zeros((n, hp, wp, cp), dtype=np.float32)
+            self.xp = shared_zeros(chain, (n, hp, wp, cp), (pt, pl, h, w)) if chain is not None else \
+                np.zeros((n, hp, wp, cp), dtype=np.float32)
             self.interior = nhwc_view(self.xp, slice(pt, pt + h), slice(pl, pl + w))
             self.taps = [self.xp[:, r0:r1:sh, c0:c1:sw] for r0, r1 in rows for c0, c1 in cols]
-            self.weights = packed
-            self.acc = np.empty((n, oh, ow, cp), dtype=np.float32)
-            self.tmp = np.empty_like(self.acc)
+            # tap weights pre-broadcast along ow: with stride-x 1 each tap's (ow, Cp) axes then coalesce into one
+            # long inner loop (a weight row broadcast over ow caps numpy's inner loop at Cp)
+            self.weights = np.ascontiguousarray(np.broadcast_to(packed[:, None, :], (kh * kw, ow, cp)))
+            size = n * oh * ow * cp
+            self.acc = np.empty((n, oh, ow, cp), dtype=np.float32) if chain is None else \
+                scratch_buffer(chain, 0, "dw-chain-out", size).reshape(n, oh, ow, cp)
+            self.tmp = np.empty((n, oh, ow, cp), dtype=np.float32) if chain is None else \
+                scratch_buffer(chain, 0, "dw-chain-tmp", size).reshape(n, oh, ow, cp)
+            self.xp_interior = self.xp[:, pt:pt + h, pl:pl + w]  # [N, H, W, Cp]: where run_nhwc's input goes
         self.bands = []  # (r0, r1, tap views of those rows, own scratch) per lane
         for r0, r1 in self.row_bands:
             if self.nc4:
@@ -102,9 +121,17 @@ class DepthwiseKernel(Conv2DKernel):
             n, oh, ow, cp = self.acc.shape
             copy_pixels(out, self.acc.reshape(n, oh, ow, cp // PACK, PACK), (0, 3, 1, 2))
 
-    def _rows(self, out: np.ndarray, r0: int, r1: int, taps: list[np.ndarray], tmp: np.ndarray) -> None:
+    def run_nhwc(self, x: np.ndarray) -> np.ndarray:
+        """The middle of a chain (a kernel made with ``chain``): ``x`` [N, H, W, Cp] (the producing 1x1
+        convolution's output rows) into the zero-bordered input, then taps, bias and activation into ``self.acc``
+        [N, OH, OW, Cp], which the consuming 1x1 convolution reads: no NC4HW4 round trip on either side."""
+        np.copyto(self.xp_interior, x)
+        self._rows(None, *self.bands[0])
+        return self.acc
+
+    def _rows(self, out: np.ndarray | None, r0: int, r1: int, taps: list[np.ndarray], tmp: np.ndarray) -> None:
         """Output rows r0..r1: taps, bias and activation (in NC4HW4 ``out``, or the NHWC accumulator)."""
-        acc = out[:, :, r0:r1] if self.acc is None else self.acc[:, r0:r1]
+        acc = out[:, :, r0:r1] if self.acc is None else self.acc[:, r0:r1]  # type: ignore[index]
         np.multiply(taps[0], self.weights[0], out=acc)
         for tap, wt in zip(taps[1:], self.weights[1:], strict=True):
             np.multiply(tap, wt, out=tmp)

@@ -198,6 +198,26 @@ class Gemm1x1Kernel(Conv2DKernel):
         self._gemm_rows(self.x_gemm, self.y_mat, r0, r1)
         copy_pixels(out4[:, r0:r1], self.y_mat[r0:r1].reshape(r1 - r0, -1, PACK), (1, 0))
 
+    @property
+    def chains(self) -> bool:
+        """Whether the NHWC chain methods apply: one lane, ungrouped, not flat, no Strassen (its GEMM reads
+        ``x_gemm`` and writes ``y`` in NHWC, with layout copies on either side)."""
+        return self.flat is None and self.strassen is None and self.x_groups is None and len(self.row_chunks) == 1
+
+    def run_to_nhwc(self, x: np.ndarray) -> None:
+        """NC4HW4 ``x`` through the GEMM (bias, activation) into ``self.y`` [N, H, W, OCp], no output copy."""
+        copy_pixels(self.x_nhwc, x, (0, 2, 3, 1))
+        self._gemm_rows(self.x_gemm, self.y_mat, 0, self.y_mat.shape[0])
+
+    def run_from_nhwc(self, x: np.ndarray, out: np.ndarray) -> None:
+        """The GEMM (bias, activation) on a producer's contiguous NHWC rows ``x`` [N, H, W, Cp], into NC4HW4
+        ``out``: no input layout copy."""
+        np.matmul(x.reshape(self.y_mat.shape[0], -1), self.weight, out=self.y_mat)
+        self._add_bias(self.y_mat)
+        self._activate(self.y_mat)
+        n, h, w, ocp = self.y.shape
+        copy_pixels(out, self.y.reshape(n, h, w, ocp // PACK, PACK), (0, 3, 1, 2))
+
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out``."""
         calls = self._flat_calls(x, out)

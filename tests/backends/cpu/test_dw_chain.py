@@ -1,0 +1,110 @@
+"""NHWC chains through a depthwise convolution (`Convolution.fuse_between`): MobileNet's inverted residual (1x1
+expand + ReLU6 -> depthwise 3x3 + ReLU6 -> 1x1 project) runs without the NC4HW4 round trips of its expanded tensors.
+Checked against onnxruntime and against the same session's plain (callback) run, with stride 1 and 2, channel counts
+that are not multiples of 4, and the cases that must not chain (two lanes, a command between the links)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mnnpy.interpreter import Interpreter
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto as T  # noqa: E402
+from onnx import helper as h  # noqa: E402
+from onnx import numpy_helper as nh  # noqa: E402
+
+
+def _model(tmp_path: Path, c: int, e: int, out: int, hw: int, stride: int, side_op: bool = False) -> Path:
+    """x [1, C, HW, HW] -> expand 1x1 (E) -> ReLU6 -> depthwise 3x3 / stride -> ReLU6 -> project 1x1 (OUT), plus x
+    when the shapes allow (a residual); ``side_op``: a Relu of x placed between the expand and the depthwise."""
+    from mnnpy.converter import convert
+
+    rng = np.random.default_rng(c * 100 + e + stride)
+    inits = [nh.from_array((rng.standard_normal((e, c, 1, 1)) / np.sqrt(c)).astype(np.float32), "w1"),
+             nh.from_array(rng.standard_normal(e).astype(np.float32), "b1"),
+             nh.from_array((rng.standard_normal((e, 1, 3, 3)) / 3).astype(np.float32), "w2"),
+             nh.from_array(rng.standard_normal(e).astype(np.float32), "b2"),
+             nh.from_array((rng.standard_normal((out, e, 1, 1)) / np.sqrt(e)).astype(np.float32), "w3"),
+             nh.from_array(rng.standard_normal(out).astype(np.float32), "b3"),
+             nh.from_array(np.array(0.0, np.float32), "lo"), nh.from_array(np.array(6.0, np.float32), "hi")]
+    nodes = [h.make_node("Conv", ["x", "w1", "b1"], ["a"], kernel_shape=[1, 1]),
+             h.make_node("Clip", ["a", "lo", "hi"], ["a6"])]
+    if side_op:
+        nodes.append(h.make_node("Relu", ["x"], ["side"]))
+    nodes += [h.make_node("Conv", ["a6", "w2", "b2"], ["d"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                          strides=[stride, stride], group=e),
+              h.make_node("Clip", ["d", "lo", "hi"], ["d6"]),
+              h.make_node("Conv", ["d6", "w3", "b3"], ["p"], kernel_shape=[1, 1])]
+    ohw = (hw - 1) // stride + 1
+    if side_op:
+        nodes.append(h.make_node("ReduceMean", ["side"], ["sm"], keepdims=1))
+        nodes.append(h.make_node("Add", ["p", "sm"], ["y"]))
+    elif stride == 1 and out == c:
+        nodes.append(h.make_node("Add", ["p", "x"], ["y"]))
+    else:
+        nodes.append(h.make_node("Identity", ["p"], ["y"]))
+    graph = h.make_graph(nodes, "block", [h.make_tensor_value_info("x", T.FLOAT, [1, c, hw, hw])],
+                         [h.make_tensor_value_info("y", T.FLOAT, [1, out, ohw, ohw])], inits)
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
+    src, dst = tmp_path / "block.onnx", tmp_path / "block.mnn"
+    onnx.save(model, str(src))
+    convert(str(src), str(dst))
+    return src
+
+
+def _run(src: Path, x: np.ndarray, threads: int = 1) -> tuple[np.ndarray, np.ndarray, object]:
+    """(chained run, plain run with callbacks, session) of the converted block."""
+    interp = Interpreter(str(src.with_suffix(".mnn")))
+    session = interp.createSession({"numThread": threads})
+    interp.getSessionInput(session).copyFrom(x)
+    interp.runSession(session)
+    fast = np.array(interp.getSessionOutput(session).getNumpyData(), copy=True)
+    interp.runSessionWithCallBack(session, lambda *_: True, lambda *_: True)
+    plain = np.array(interp.getSessionOutput(session).getNumpyData(), copy=True)
+    return fast, plain, session
+
+
+def _onnxruntime(src: Path, x: np.ndarray) -> np.ndarray:
+    ort = pytest.importorskip("onnxruntime", reason="onnxruntime (the reference) is not installed")
+    return ort.InferenceSession(str(src), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+
+
+@pytest.mark.parametrize(("c", "e", "out", "hw", "stride"), [(16, 96, 16, 14, 1), (16, 96, 24, 15, 2),
+                                                             (6, 30, 6, 9, 1), (5, 22, 7, 12, 2),
+                                                             (24, 144, 24, 56, 1)])
+def test_inverted_residual_chains_and_matches(tmp_path: Path, c: int, e: int, out: int, hw: int,
+                                              stride: int) -> None:
+    src = _model(tmp_path, c, e, out, hw, stride)
+    x = np.random.default_rng(hw).standard_normal((1, c, hw, hw)).astype(np.float32)
+    fast, plain, session = _run(src, x)
+    chained = [cmd for cmd in session.commands if id(cmd) in session.scheduler.fused]
+    assert [c.op_type for c in chained] == [12, 13, 12], "expand, depthwise, project chained"
+    want = _onnxruntime(src, x)
+    scale = max(float(np.abs(want).max()), 1.0)
+    assert np.abs(fast - want).max() <= 1e-5 * scale
+    np.testing.assert_allclose(fast, plain, rtol=1e-5, atol=1e-5 * scale)
+
+
+def test_no_chain_with_lanes_or_a_command_between(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mnnpy.backends.cpu.compute import blas
+
+    monkeypatch.setattr(blas, "LANE_MIN_FLOPS", 1.0)  # lanes even for this small block
+    x = np.random.default_rng(3).standard_normal((1, 16, 28, 28)).astype(np.float32)
+    src = _model(tmp_path, 16, 96, 16, 28, 1)
+    fast, plain, session = _run(src, x, threads=2)  # the depthwise splits its rows over two lanes: no chain
+    assert not any(c.op_type == 13 for c in session.commands if id(c) in session.scheduler.fused)
+    np.testing.assert_allclose(fast, _onnxruntime(src, x), rtol=1e-4, atol=1e-4)
+    side = tmp_path / "side"
+    side.mkdir()
+    src = _model(side, 16, 96, 16, 28, 1, side_op=True)
+    fast, plain, session = _run(src, x)
+    types = [c.op_type for c in session.commands]
+    dw = types.index(13)
+    assert types[dw - 1] == 69 and types[dw - 2] == 12  # the Relu runs between the expand and the depthwise
+    assert not session.scheduler.fused  # not consecutive: no chain
+    np.testing.assert_allclose(fast, _onnxruntime(src, x), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(fast, plain, rtol=1e-5, atol=1e-5)
