@@ -86,6 +86,14 @@ class DepthwiseKernel(Conv2DKernel):
                 np.zeros((n, hp, wp, cp), dtype=np.float32)
             self.interior = nhwc_view(self.xp, slice(pt, pt + h), slice(pl, pl + w))
             self.taps = [self.xp[:, r0:r1:sh, c0:c1:sw] for r0, r1 in rows for c0, c1 in cols]
+            self.chain_copies = [(self.xp[:, pt:pt + h, pl:pl + w], slice(None))]  # (run_nhwc: where x goes, columns)
+            if chain is not None and sw > 1:
+                # NHWC column phases (padded column p in phase p % sw): every tap a contiguous (ow, Cp) slice
+                phases = shared_zeros(chain, (sw, n, hp, -(-wp // sw), cp), (pt, pl, h, w))
+                self.taps = [phases[c0 % sw][:, r0:r1:sh, c0 // sw: c0 // sw + ow] for r0, r1 in rows
+                             for c0, _ in cols]
+                self.chain_copies = [(phases[b][:, pt:pt + h, (pl + q0) // sw: (pl + q0) // sw + len(range(q0, w, sw))],
+                                      slice(q0, None, sw)) for b in range(sw) if (q0 := (b - pl) % sw) < w]
             # tap weights pre-broadcast along ow: with stride-x 1 each tap's (ow, Cp) axes then coalesce into one
             # long inner loop (a weight row broadcast over ow caps numpy's inner loop at Cp)
             self.weights = np.ascontiguousarray(np.broadcast_to(packed[:, None, :], (kh * kw, ow, cp)))
@@ -94,7 +102,6 @@ class DepthwiseKernel(Conv2DKernel):
                 scratch_buffer(chain, 0, "dw-chain-out", size).reshape(n, oh, ow, cp)
             self.tmp = np.empty((n, oh, ow, cp), dtype=np.float32) if chain is None else \
                 scratch_buffer(chain, 0, "dw-chain-tmp", size).reshape(n, oh, ow, cp)
-            self.xp_interior = self.xp[:, pt:pt + h, pl:pl + w]  # [N, H, W, Cp]: where run_nhwc's input goes
         self.bands = []  # (r0, r1, tap views of those rows, own scratch) per lane
         for r0, r1 in self.row_bands:
             if self.nc4:
@@ -125,7 +132,8 @@ class DepthwiseKernel(Conv2DKernel):
         """The middle of a chain (a kernel made with ``chain``): ``x`` [N, H, W, Cp] (the producing 1x1
         convolution's output rows) into the zero-bordered input, then taps, bias and activation into ``self.acc``
         [N, OH, OW, Cp], which the consuming 1x1 convolution reads: no NC4HW4 round trip on either side."""
-        np.copyto(self.xp_interior, x)
+        for dst, columns in self.chain_copies:
+            np.copyto(dst, x[:, :, columns])
         self._rows(None, *self.bands[0])
         return self.acc
 

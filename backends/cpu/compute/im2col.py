@@ -152,7 +152,20 @@ class Im2ColKernel(Conv2DKernel):
             return
         run_lanes([partial(self._run_steps, lane, out, claim, x) for lane in self.lanes], self.plan.threads)
 
-    def _run_steps(self, steps: list[tuple[Any, ...]], out: np.ndarray, claim: Callable[[], int],
+    @property
+    def chains(self) -> bool:
+        """Whether ``run_to_nhwc`` applies (one lane, ungrouped): the producer end of an NHWC chain."""
+        return self.bands is None and self.tap_lanes is None and len(self.lanes) == 1 and self.params.group == 1
+
+    def run_to_nhwc(self, x: np.ndarray) -> None:
+        """NC4HW4 ``x`` convolved into ``self.y`` [N, OH, OW, OCp] (bias, activation), without the output copy."""
+        if self.fold_bias:
+            copy_channels(self.interior, x)
+        else:
+            copy_pixels(self.interior, x, (0, 2, 3, 1))
+        self._run_steps(self.steps, None, itertools.count().__next__)
+
+    def _run_steps(self, steps: list[tuple[Any, ...]], out: np.ndarray | None, claim: Callable[[], int],
                    x: np.ndarray | None = None) -> None:
         """Claim the next unclaimed tile until none is left (the steps use this lane's column buffer); with ``x``,
         copy the input rows of each tile first."""
@@ -167,7 +180,8 @@ class Im2ColKernel(Conv2DKernel):
             if not self.fold_bias:
                 self._add_bias(y_tile)
             self._activate(y_tile)
-            copy_pixels(out[n0:n1, :, r0:r1], y_pixels, (0, 3, 1, 2))
+            if out is not None:
+                copy_pixels(out[n0:n1, :, r0:r1], y_pixels, (0, 3, 1, 2))
 
     @staticmethod
     def _run_taps(gathers: list[tuple[np.ndarray, np.ndarray]], cols: np.ndarray, weight: np.ndarray,

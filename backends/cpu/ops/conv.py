@@ -120,7 +120,8 @@ class Convolution(CPUExecution):
 
     def fuse_between(self, producer: Any, consumer: Any) -> list[Callable[[], None]] | None:
         """A depthwise convolution between two 1x1 convolutions (MobileNet's inverted residual: expand ->
-        depthwise -> project), one lane: the three run in NHWC (the expand's GEMM rows go straight into the
+        depthwise -> project; or an im2col convolution, a stem, first), one lane: the three run in NHWC (the
+        producer's GEMM rows go straight into the
         depthwise's zero-bordered input, the depthwise writes the project's GEMM operand), so the two expanded
         tensors never make the NC4HW4 round trip (4 layout copies of the widest tensors -> 1 plain copy; MobileNetV2
         blocks 25-40% faster). The linking tensors are left unwritten: the schedule uses these runs only where no
@@ -128,13 +129,14 @@ class Convolution(CPUExecution):
         from mnnpy.backends.cpu.compute.conv import conv2d_params, conv_weights
         from mnnpy.backends.cpu.compute.depthwise import DepthwiseKernel
         from mnnpy.backends.cpu.compute.gemm import Gemm1x1Kernel
+        from mnnpy.backends.cpu.compute.im2col import Im2ColKernel
 
-        ends = [getattr(e, "kernel", None) for e in (producer, consumer)]
+        first, second = (getattr(e, "kernel", None) for e in (producer, consumer))
         if self.op.type != OT.ConvolutionDepthwise or not isinstance(self.kernel, DepthwiseKernel) \
                 or len(self.kernel.bands) != 1 or self.runtime_weights \
-                or not all(isinstance(k, Gemm1x1Kernel) and k.chains for k in ends):
+                or not (isinstance(first, Gemm1x1Kernel | Im2ColKernel) and first.chains) \
+                or not (isinstance(second, Gemm1x1Kernel) and second.chains):
             return None
-        first, second = ends
         n, c, h, w = self.kernel.in_shape
         if first.y.shape != (n, h, w, 4 * -(-c // 4)) or second.x_nhwc.shape[:3] != (n, *self.kernel.out_shape[2:]) \
                 or second.in_shape[1] != c or not np.shares_memory(producer.y_view, self.x.array) \

@@ -18,20 +18,24 @@ from onnx import helper as h  # noqa: E402
 from onnx import numpy_helper as nh  # noqa: E402
 
 
-def _model(tmp_path: Path, c: int, e: int, out: int, hw: int, stride: int, side_op: bool = False) -> Path:
+def _model(tmp_path: Path, c: int, e: int, out: int, hw: int, stride: int, side_op: bool = False,
+           stem: bool = False) -> Path:
     """x [1, C, HW, HW] -> expand 1x1 (E) -> ReLU6 -> depthwise 3x3 / stride -> ReLU6 -> project 1x1 (OUT), plus x
-    when the shapes allow (a residual); ``side_op``: a Relu of x placed between the expand and the depthwise."""
+    when the shapes allow (a residual); ``side_op``: a Relu of x placed between the expand and the depthwise;
+    ``stem``: a 3x3 stride-2 convolution (im2col) instead of the expand, on an input of 2 HW."""
     from mnnpy.converter import convert
 
     rng = np.random.default_rng(c * 100 + e + stride)
-    inits = [nh.from_array((rng.standard_normal((e, c, 1, 1)) / np.sqrt(c)).astype(np.float32), "w1"),
+    k1 = 3 if stem else 1
+    inits = [nh.from_array((rng.standard_normal((e, c, k1, k1)) / np.sqrt(c * k1 * k1)).astype(np.float32), "w1"),
              nh.from_array(rng.standard_normal(e).astype(np.float32), "b1"),
              nh.from_array((rng.standard_normal((e, 1, 3, 3)) / 3).astype(np.float32), "w2"),
              nh.from_array(rng.standard_normal(e).astype(np.float32), "b2"),
              nh.from_array((rng.standard_normal((out, e, 1, 1)) / np.sqrt(e)).astype(np.float32), "w3"),
              nh.from_array(rng.standard_normal(out).astype(np.float32), "b3"),
              nh.from_array(np.array(0.0, np.float32), "lo"), nh.from_array(np.array(6.0, np.float32), "hi")]
-    nodes = [h.make_node("Conv", ["x", "w1", "b1"], ["a"], kernel_shape=[1, 1]),
+    nodes = [h.make_node("Conv", ["x", "w1", "b1"], ["a"], kernel_shape=[1, 1]) if not stem else
+             h.make_node("Conv", ["x", "w1", "b1"], ["a"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
              h.make_node("Clip", ["a", "lo", "hi"], ["a6"])]
     if side_op:
         nodes.append(h.make_node("Relu", ["x"], ["side"]))
@@ -43,11 +47,12 @@ def _model(tmp_path: Path, c: int, e: int, out: int, hw: int, stride: int, side_
     if side_op:
         nodes.append(h.make_node("ReduceMean", ["side"], ["sm"], keepdims=1))
         nodes.append(h.make_node("Add", ["p", "sm"], ["y"]))
-    elif stride == 1 and out == c:
+    elif stride == 1 and out == c and not stem:
         nodes.append(h.make_node("Add", ["p", "x"], ["y"]))
     else:
         nodes.append(h.make_node("Identity", ["p"], ["y"]))
-    graph = h.make_graph(nodes, "block", [h.make_tensor_value_info("x", T.FLOAT, [1, c, hw, hw])],
+    in_hw = 2 * hw if stem else hw
+    graph = h.make_graph(nodes, "block", [h.make_tensor_value_info("x", T.FLOAT, [1, c, in_hw, in_hw])],
                          [h.make_tensor_value_info("y", T.FLOAT, [1, out, ohw, ohw])], inits)
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
     src, dst = tmp_path / "block.onnx", tmp_path / "block.mnn"
@@ -87,6 +92,18 @@ def test_inverted_residual_chains_and_matches(tmp_path: Path, c: int, e: int, ou
     scale = max(float(np.abs(want).max()), 1.0)
     assert np.abs(fast - want).max() <= 1e-5 * scale
     np.testing.assert_allclose(fast, plain, rtol=1e-5, atol=1e-5 * scale)
+
+
+def test_stem_chains_and_matches(tmp_path: Path) -> None:
+    """MobileNetV2's first block: the 3x3 / 2 stem (im2col) -> depthwise -> project."""
+    src = _model(tmp_path, 3, 32, 16, 28, 1, stem=True)
+    x = np.random.default_rng(8).standard_normal((1, 3, 56, 56)).astype(np.float32)
+    fast, plain, session = _run(src, x)
+    chained = [cmd for cmd in session.commands if id(cmd) in session.scheduler.fused]
+    assert [c.op_type for c in chained] == [12, 13, 12] and chained[0].info["algorithm"] == "im2col"
+    want = _onnxruntime(src, x)
+    assert np.abs(fast - want).max() <= 1e-5 * max(float(np.abs(want).max()), 1.0)
+    np.testing.assert_allclose(fast, plain, rtol=1e-5, atol=1e-5)
 
 
 def test_no_chain_with_lanes_or_a_command_between(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
