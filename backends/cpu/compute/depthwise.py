@@ -94,9 +94,11 @@ class DepthwiseKernel(Conv2DKernel):
                              for c0, _ in cols]
                 self.chain_copies = [(phases[b][:, pt:pt + h, (pl + q0) // sw: (pl + q0) // sw + len(range(q0, w, sw))],
                                       slice(q0, None, sw)) for b in range(sw) if (q0 := (b - pl) % sw) < w]
-            # tap weights pre-broadcast along ow: with stride-x 1 each tap's (ow, Cp) axes then coalesce into one
-            # long inner loop (a weight row broadcast over ow caps numpy's inner loop at Cp)
-            self.weights = np.ascontiguousarray(np.broadcast_to(packed[:, None, :], (kh * kw, ow, cp)))
+            # in a chain, tap weights pre-broadcast along ow: each tap's (ow, Cp) axes then coalesce into one long
+            # inner loop (a weight row broadcast over ow caps numpy's inner loop at Cp); the unchained NHWC layout
+            # has strided taps (stride-x > 1), where that cannot happen
+            self.weights = packed if chain is None else \
+                np.ascontiguousarray(np.broadcast_to(packed[:, None, :], (kh * kw, ow, cp)))
             size = n * oh * ow * cp
             self.acc = np.empty((n, oh, ow, cp), dtype=np.float32) if chain is None else \
                 scratch_buffer(chain, 0, "dw-chain-out", size).reshape(n, oh, ow, cp)

@@ -120,12 +120,11 @@ class Convolution(CPUExecution):
 
     def fuse_between(self, producer: Any, consumer: Any) -> list[Callable[[], None]] | None:
         """A depthwise convolution between two 1x1 convolutions (MobileNet's inverted residual: expand ->
-        depthwise -> project; or an im2col convolution, a stem, first), one lane: the three run in NHWC (the
-        producer's GEMM rows go straight into the
-        depthwise's zero-bordered input, the depthwise writes the project's GEMM operand), so the two expanded
-        tensors never make the NC4HW4 round trip (4 layout copies of the widest tensors -> 1 plain copy; MobileNetV2
-        blocks 25-40% faster). The linking tensors are left unwritten: the schedule uses these runs only where no
-        callback can look at them."""
+        depthwise -> project; the first may also be a one-lane im2col convolution, a stem), all one lane: the three
+        run in NHWC. The producer's GEMM rows go straight into the depthwise's zero-bordered input and the depthwise
+        writes the project's GEMM operand, so the two expanded tensors never make the NC4HW4 round trip (4 layout
+        copies of the widest tensors -> 1 plain copy; MobileNetV2 blocks 25-45% faster). The linking tensors are
+        left unwritten: the schedule uses these runs only where no callback can look at them."""
         from mnnpy.backends.cpu.compute.conv import conv2d_params, conv_weights
         from mnnpy.backends.cpu.compute.depthwise import DepthwiseKernel
         from mnnpy.backends.cpu.compute.gemm import Gemm1x1Kernel
@@ -158,4 +157,3 @@ class Convolution(CPUExecution):
         if plan.algorithm == "winograd":  # issue 12: the chosen tile's footprint, estimated and as allocated
             info.update(memory_estimate=plan.memory_bytes, memory_bytes=getattr(self.kernel, "memory_bytes", 0))
         return info
-

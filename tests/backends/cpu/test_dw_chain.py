@@ -19,7 +19,7 @@ from onnx import numpy_helper as nh  # noqa: E402
 
 
 def _model(tmp_path: Path, c: int, e: int, out: int, hw: int, stride: int, side_op: bool = False,
-           stem: bool = False) -> Path:
+           stem: bool = False, batch: int = 1) -> Path:
     """x [1, C, HW, HW] -> expand 1x1 (E) -> ReLU6 -> depthwise 3x3 / stride -> ReLU6 -> project 1x1 (OUT), plus x
     when the shapes allow (a residual); ``side_op``: a Relu of x placed between the expand and the depthwise;
     ``stem``: a 3x3 stride-2 convolution (im2col) instead of the expand, on an input of 2 HW."""
@@ -52,8 +52,8 @@ def _model(tmp_path: Path, c: int, e: int, out: int, hw: int, stride: int, side_
     else:
         nodes.append(h.make_node("Identity", ["p"], ["y"]))
     in_hw = 2 * hw if stem else hw
-    graph = h.make_graph(nodes, "block", [h.make_tensor_value_info("x", T.FLOAT, [1, c, in_hw, in_hw])],
-                         [h.make_tensor_value_info("y", T.FLOAT, [1, out, ohw, ohw])], inits)
+    graph = h.make_graph(nodes, "block", [h.make_tensor_value_info("x", T.FLOAT, [batch, c, in_hw, in_hw])],
+                         [h.make_tensor_value_info("y", T.FLOAT, [batch, out, ohw, ohw])], inits)
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
     src, dst = tmp_path / "block.onnx", tmp_path / "block.mnn"
     onnx.save(model, str(src))
@@ -78,13 +78,14 @@ def _onnxruntime(src: Path, x: np.ndarray) -> np.ndarray:
     return ort.InferenceSession(str(src), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
 
 
-@pytest.mark.parametrize(("c", "e", "out", "hw", "stride"), [(16, 96, 16, 14, 1), (16, 96, 24, 15, 2),
-                                                             (6, 30, 6, 9, 1), (5, 22, 7, 12, 2),
-                                                             (24, 144, 24, 56, 1)])
-def test_inverted_residual_chains_and_matches(tmp_path: Path, c: int, e: int, out: int, hw: int,
-                                              stride: int) -> None:
-    src = _model(tmp_path, c, e, out, hw, stride)
-    x = np.random.default_rng(hw).standard_normal((1, c, hw, hw)).astype(np.float32)
+@pytest.mark.parametrize(("c", "e", "out", "hw", "stride", "batch"), [(16, 96, 16, 14, 1, 1), (16, 96, 24, 15, 2, 1),
+                                                                      (6, 30, 6, 9, 1, 1), (5, 22, 7, 12, 2, 1),
+                                                                      (24, 144, 24, 56, 1, 1), (8, 48, 8, 10, 1, 2),
+                                                                      (8, 48, 12, 11, 2, 3)])
+def test_inverted_residual_chains_and_matches(tmp_path: Path, c: int, e: int, out: int, hw: int, stride: int,
+                                              batch: int) -> None:
+    src = _model(tmp_path, c, e, out, hw, stride, batch=batch)
+    x = np.random.default_rng(hw).standard_normal((batch, c, hw, hw)).astype(np.float32)
     fast, plain, session = _run(src, x)
     chained = [cmd for cmd in session.commands if id(cmd) in session.scheduler.fused]
     assert [c.op_type for c in chained] == [12, 13, 12], "expand, depthwise, project chained"
