@@ -2,11 +2,15 @@
 
 Timing goes through the session's own run hooks (``Session.run(before, after)``, what
 ``runSessionWithCallBackInfo`` wraps), which see the command object itself: its type, name, backend and the
-algorithm the strategy chose. Each command's time is the median over the profiled runs.
+algorithm the strategy chose. A session with chain runs (``Scheduler.fused``: they run only without callbacks) is
+timed on what a plain run executes instead, each chain run and each other command's ``on_execute`` wrapped in a
+timer, so the table shows the chained layout the model really runs. Each command's time is the median over the
+profiled runs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -81,6 +85,9 @@ def run_overhead(session: Any, runs: int = 10) -> tuple[float, float]:
         except AttributeError:  # an execution with __slots__ keeps its real work (counted as dispatch)
             continue
         executions.append(cmd.execution)
+    chains = _chain_runs(session)
+    saved = dict(chains)
+    chains.clear()  # chained runs do real work: off while the no-ops run
     try:
         empty = []
         for _ in range(max(runs, 1) * 10):
@@ -88,9 +95,16 @@ def run_overhead(session: Any, runs: int = 10) -> tuple[float, float]:
             session.run()
             empty.append(clock() - t0)
     finally:
+        chains.update(saved)
         for ex in executions:
             del ex.on_execute
     return float(np.median(times)), 1e6 * min(empty) / max(len(session.commands), 1)
+
+
+def _chain_runs(session: Any) -> dict:
+    """The session's callback-free chain runs (``Scheduler.fused``, keyed by ``id(command)``), {} without any."""
+    fused = getattr(getattr(session, "scheduler", None), "fused", None)
+    return fused if isinstance(fused, dict) else {}
 
 
 def profile_session(session: Any, runs: int = 10, warmup: int = 2) -> list[OpTime]:
@@ -120,8 +134,12 @@ def profile_session(session: Any, runs: int = 10, warmup: int = 2) -> list[OpTim
         samples[position[id(cmd)]].append(clock() - start[0])
         return True
 
-    for _ in range(max(runs, 1)):
-        session.run(before, after)
+    chains = _chain_runs(session)
+    if chains:  # time what a plain run runs: the chains, and every other command's on_execute
+        _profile_chained(session, commands, chains, samples, max(runs, 1))
+    else:
+        for _ in range(max(runs, 1)):
+            session.run(before, after)
     descs = session.graph.descs
     result = []
     for k, cmd in enumerate(commands):
@@ -130,9 +148,42 @@ def profile_session(session: Any, runs: int = 10, warmup: int = 2) -> list[OpTim
         unit = cmd.info.get("unit")
         if unit:
             algo = f"{algo}:{unit}"
+        if id(cmd) in chains:
+            algo += "+"  # part of a chain run (see profile_table)
         ms = float(np.median(samples[k])) * 1e3 if samples[k] else 0.0
         result.append(OpTime(k, kind, cmd.name, algo, ms, command_flops(cmd, descs)))
     return result
+
+
+def _profile_chained(session: Any, commands: list, chains: dict, samples: dict[int, list[float]],
+                     runs: int) -> None:
+    """Per-command times of callback-free runs (a session with chain runs: a run with callbacks would time the
+    unchained layout instead): each chain run and each other command's ``on_execute`` wrapped in a timer."""
+    clock = time.perf_counter
+
+    def timed(fn: Any, k: int) -> Any:
+        def run() -> None:
+            t0 = clock()
+            fn()
+            samples[k].append(clock() - t0)
+        return run
+
+    saved = dict(chains)
+    wrapped = []
+    try:
+        for k, cmd in enumerate(commands):
+            if id(cmd) in chains:
+                chains[id(cmd)] = timed(saved[id(cmd)], k)
+            else:
+                with contextlib.suppress(AttributeError):  # __slots__: untimed
+                    cmd.execution.on_execute = timed(cmd.execution.on_execute, k)
+                    wrapped.append(cmd.execution)
+        for _ in range(runs):
+            session.run()
+    finally:
+        chains.update(saved)
+        for ex in wrapped:
+            del ex.on_execute
 
 
 def profile_table(ops: list[OpTime], top: int | None = None, by_type: bool = True,
@@ -140,7 +191,9 @@ def profile_table(ops: list[OpTime], top: int | None = None, by_type: bool = Tru
     """The per-op table (slowest first), a per-type summary and, when given, the run's unaccounted time."""
     total = sum(o.ms for o in ops) or 1.0
     rows = sorted(ops, key=lambda o: -o.ms)[: top or len(ops)]
-    lines = [f"per-op profile: {len(ops)} commands, {total:.2f} ms summed (median per op)",
+    chained = sum(o.algorithm.endswith("+") for o in ops)
+    note = f"; algorithm+: {chained} commands run as chains (several ops' work in one layout)" if chained else ""
+    lines = [f"per-op profile: {len(ops)} commands, {total:.2f} ms summed (median per op){note}",
              f"{'#':>4} {'type':<22} {'name':<34} {'algorithm':<12} {'ms':>8} {'%':>6} {'GFLOP/s':>8}"]
     for o in rows:
         rate = f"{o.gflops:8.1f}" if o.flops else " " * 8

@@ -126,3 +126,35 @@ def test_no_chain_with_lanes_or_a_command_between(tmp_path: Path, monkeypatch: p
     assert not session.scheduler.fused  # not consecutive: no chain
     np.testing.assert_allclose(fast, _onnxruntime(src, x), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(fast, plain, rtol=1e-5, atol=1e-5)
+
+
+def test_profile_times_the_chains(tmp_path: Path) -> None:
+    """`mnnpy bench --profile` times what a plain run executes (the chains), marks the chained commands, restores
+    the runs, and measures dispatch with the chains off (their work is not dispatch)."""
+    from mnnpy.bench.profile import profile_session, profile_table, run_overhead
+
+    src = _model(tmp_path, 24, 144, 24, 28, 1)
+    x = np.random.default_rng(5).standard_normal((1, 24, 28, 28)).astype(np.float32)
+    _, _, session = _run(src, x)
+    fused = session.scheduler.fused
+    before = dict(fused)
+    ops = profile_session(session, runs=3, warmup=1)
+    assert dict(fused) == before
+    chained = [o for o in ops if o.algorithm.endswith("+")]
+    assert [o.op_type for o in chained] == ["Convolution", "ConvolutionDepthwise", "Convolution"]
+    assert all(o.ms > 0 for o in chained)
+    assert "3 commands run as chains" in profile_table(ops)
+    calls = {key: 0 for key in before}
+
+    def counted(key: int) -> object:
+        def run() -> None:
+            calls[key] += 1
+            before[key]()
+        return run
+
+    fused.update({key: counted(key) for key in before})
+    try:
+        run_overhead(session, runs=4)
+    finally:
+        fused.update(before)
+    assert set(calls.values()) == {4}  # the timed runs only, not the 40 no-op runs
