@@ -82,18 +82,20 @@ class DepthwiseKernel(Conv2DKernel):
             self.acc = None
             self.tmp = np.empty((n, c4, oh, ow, PACK), dtype=np.float32)
         else:
-            self.xp = shared_zeros(chain, (n, hp, wp, cp), (pt, pl, h, w)) if chain is not None else \
-                np.zeros((n, hp, wp, cp), dtype=np.float32)
-            self.interior = nhwc_view(self.xp, slice(pt, pt + h), slice(pl, pl + w))
-            self.taps = [self.xp[:, r0:r1:sh, c0:c1:sw] for r0, r1 in rows for c0, c1 in cols]
-            self.chain_copies = [(self.xp[:, pt:pt + h, pl:pl + w], slice(None))]  # (run_nhwc: where x goes, columns)
             if chain is not None and sw > 1:
-                # NHWC column phases (padded column p in phase p % sw): every tap a contiguous (ow, Cp) slice
-                phases = shared_zeros(chain, (sw, n, hp, -(-wp // sw), cp), (pt, pl, h, w))
-                self.taps = [phases[c0 % sw][:, r0:r1:sh, c0 // sw: c0 // sw + ow] for r0, r1 in rows
+                # a chain's stride-x > 1: NHWC column phases (padded column p in phase p % sw), so that every tap
+                # is a contiguous (ow, Cp) slice; run_nhwc copies x's columns into their phases
+                self.xp = shared_zeros(chain, (sw, n, hp, -(-wp // sw), cp), (pt, pl, h, w))
+                self.taps = [self.xp[c0 % sw][:, r0:r1:sh, c0 // sw: c0 // sw + ow] for r0, r1 in rows
                              for c0, _ in cols]
-                self.chain_copies = [(phases[b][:, pt:pt + h, (pl + q0) // sw: (pl + q0) // sw + len(range(q0, w, sw))],
+                self.chain_copies = [(self.xp[b][:, pt:pt + h, (pl + q0) // sw:][:, :, :len(range(q0, w, sw))],
                                       slice(q0, None, sw)) for b in range(sw) if (q0 := (b - pl) % sw) < w]
+            else:
+                self.xp = shared_zeros(chain, (n, hp, wp, cp), (pt, pl, h, w)) if chain is not None else \
+                    np.zeros((n, hp, wp, cp), dtype=np.float32)
+                self.interior = nhwc_view(self.xp, slice(pt, pt + h), slice(pl, pl + w))  # run's NC4HW4 input
+                self.taps = [self.xp[:, r0:r1:sh, c0:c1:sw] for r0, r1 in rows for c0, c1 in cols]
+                self.chain_copies = [(self.xp[:, pt:pt + h, pl:pl + w], slice(None))]  # run_nhwc's: (where, columns)
             # in a chain, tap weights pre-broadcast along ow: each tap's (ow, Cp) axes then coalesce into one long
             # inner loop (a weight row broadcast over ow caps numpy's inner loop at Cp); the unchained NHWC layout
             # has strided taps (stride-x > 1), where that cannot happen

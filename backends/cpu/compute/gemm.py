@@ -213,10 +213,7 @@ class Gemm1x1Kernel(Conv2DKernel):
         """The GEMM (bias, activation) on a producer's contiguous NHWC rows ``x`` [N, H, W, Cp], into NC4HW4
         ``out``: no input layout copy."""
         np.matmul(x.reshape(self.y_mat.shape[0], -1), self.weight, out=self.y_mat)
-        self._add_bias(self.y_mat)
-        self._activate(self.y_mat)
-        n, h, w, ocp = self.y.shape
-        copy_pixels(out, self.y.reshape(n, h, w, ocp // PACK, PACK), (0, 3, 1, 2))
+        self._store_nhwc(self.y, out)
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out``."""

@@ -129,10 +129,7 @@ class Im2ColKernel(Conv2DKernel):
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out`` (tiles claimed by ``numThread`` lanes)."""
         if self.bands is not None or len(self.lanes) == 1:  # else each lane copies the rows of its tiles
-            if self.fold_bias:
-                copy_channels(self.interior, x)
-            else:
-                copy_pixels(self.interior, x, (0, 2, 3, 1))
+            self._copy_input(x)
         claim = itertools.count().__next__  # atomic under the GIL
         if self.tap_lanes is not None:
             run_lanes([partial(self._run_taps, *lane) for lane in self.tap_lanes], self.plan.threads)
@@ -159,11 +156,15 @@ class Im2ColKernel(Conv2DKernel):
 
     def run_to_nhwc(self, x: np.ndarray) -> None:
         """NC4HW4 ``x`` convolved into ``self.y`` [N, OH, OW, OCp] (bias, activation), without the output copy."""
+        self._copy_input(x)
+        self._run_steps(self.steps, None, itertools.count().__next__)
+
+    def _copy_input(self, x: np.ndarray) -> None:
+        """NC4HW4 ``x`` into the zero-bordered NHWC input (C channels when the bias is folded, else Cp)."""
         if self.fold_bias:
             copy_channels(self.interior, x)
         else:
             copy_pixels(self.interior, x, (0, 2, 3, 1))
-        self._run_steps(self.steps, None, itertools.count().__next__)
 
     def _run_steps(self, steps: list[tuple[Any, ...]], out: np.ndarray | None, claim: Callable[[], int],
                    x: np.ndarray | None = None) -> None:

@@ -124,7 +124,6 @@ class WinogradKernel(Conv2DKernel):
         # only the bands
         self.weights = [weights] if not self.by_channels else \
             [np.ascontiguousarray(weights[:, :, b0 * PACK: b1 * PACK]) for b0, b1 in bands]
-        band_weights = self.weights
         band_bias = [self.bias_tile if not self.by_channels else
                      np.ascontiguousarray(self.bias_tile[:, b0 * PACK: b1 * PACK]) for b0, b1 in bands]
         items = [(blk, i) for blk in blocks for i in range(len(bands))]
@@ -136,7 +135,7 @@ class WinogradKernel(Conv2DKernel):
         # Each lane owns scratch and a view of every block on it; at run time the lanes claim blocks one by one, so
         # a lane whose core is taken by another process leaves its share to the others instead of stalling the run.
         self.lanes = []
-        self.memory_bytes = sum(w.nbytes for w in band_weights) + self.xp.nbytes  # held, reported beside the estimate
+        self.memory_bytes = sum(w.nbytes for w in self.weights) + self.xp.nbytes  # held, reported beside the estimate
         for lane in range(min(lanes, len(items))):
             sizes = {"d": a * a * t_max * cp, "e": a * a * t_max * cp, "m": a * a * t_max * band_max,
                      "f": u * a * t_max * band_max}
@@ -149,7 +148,7 @@ class WinogradKernel(Conv2DKernel):
             bufs.setdefault("v", bufs["d"])  # D is dead once BᵀD is formed, M once AᵀM is: V and Y reuse them
             bufs.setdefault("y", bufs["m"])
             self.lanes.append([self._block(bufs, windows, blk, (*dims[:4], (b1 - b0) * PACK, *dims[5:]),
-                                           self.bias_position, (b0, b1), band_weights[i], band_bias[i])
+                                           self.bias_position, (b0, b1), self.weights[i], band_bias[i])
                                for blk, i in items for b0, b1 in [bands[i]]])
         self.blocks = self.lanes[0]
         self._stores: tuple[tuple, list[list[list[tuple[np.ndarray, np.ndarray]]]]] | None = None  # see _stores_for
