@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from mnnpy.backends.cpu import layout
+from mnnpy.backends.cpu.compute import procs
 
 from mnnpy.core import memory, registry
 from mnnpy.core.backend import Backend, Execution, Runtime, StorageType, TensorRef
@@ -39,6 +41,13 @@ class CPUBackend(Backend):
         self._base = 0
         self.static_bytes = 0
         self.kernel_cache: dict = {}  # prepared weights per (op, input shape, ...): a same-shape resize reuses them
+        # numThread > 1: lanes as forked worker processes over shared memory where the platform allows (procs.py)
+        self.lanes = procs.ProcessLanes(self.threads - 1) if self.threads > 1 and procs.available() else None
+
+    def scratch_pool(self, name: str) -> dict:
+        """The kernels' shared scratch pool ``name`` (one per session; its kernels run in turn): its buffers in
+        shared memory when worker processes run lanes (`common.scratch_buffer` reads the "shared" entry)."""
+        return self.kernel_cache.setdefault(name, {"shared": True} if self.lanes is not None else {})
 
     def on_create(self, op_type: int, op: Any, inputs: Sequence[TensorRef],
                   outputs: Sequence[TensorRef]) -> Execution | None:
@@ -48,6 +57,8 @@ class CPUBackend(Backend):
         return entry.cls(self, op, inputs, outputs)
 
     def on_resize_begin(self) -> None:
+        if self.lanes is not None:
+            self.lanes.reset()
         self._planner = memory.ArenaPlanner()
         self._chunks = {}
         self.static_bytes = 0
@@ -68,7 +79,7 @@ class CPUBackend(Backend):
     def on_resize_end(self) -> None:
         need = self._planner.peak
         if self._arena is None or self._arena.size - memory.ALIGN < need:
-            self._arena, self._base = memory.allocate(need)
+            self._arena, self._base = memory.allocate(need, shared=self.lanes is not None)
         for ref, chunk in self._chunks.values():
             ref.array = memory.view(self._arena, self._base, chunk, ref.desc.dtype, ref.desc.physical_shape)
 
@@ -78,16 +89,22 @@ class CPUBackend(Backend):
         threaded call; interleaved with the lanes they took the second core from them (ResNet-18, 2 threads, same
         process: 143 ms best with BLAS at 2 threads between the lanes' calls vs 35.5 ms with BLAS at 1; 1 thread
         58 ms). Without `numThread` the pool is left as it is."""
-        if "numThread" not in self.config:
-            return
-        try:
-            from mnnpy.bench.threads import get_blas_threads, set_blas_threads
-        except ImportError:
-            return
-        if get_blas_threads() not in (None, 1):
-            set_blas_threads(1)
+        if "numThread" in self.config:
+            with contextlib.suppress(ImportError):
+                from mnnpy.bench.threads import get_blas_threads, set_blas_threads
+
+                if get_blas_threads() not in (None, 1):
+                    set_blas_threads(1)
+        if self.lanes is not None:  # after the BLAS pool is at 1: a fork's workers keep that
+            self.lanes.begin()
+
+    def on_execute_end(self) -> None:
+        if self.lanes is not None:
+            self.lanes.end()
 
     def on_clear(self) -> None:
+        if self.lanes is not None:
+            self.lanes.reset()
         self._arena = None
         self._chunks = {}
 

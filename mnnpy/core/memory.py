@@ -8,6 +8,7 @@ one numpy buffer and returns the aligned base every tensor becomes a view of.
 from __future__ import annotations
 
 import contextlib
+import mmap
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -82,14 +83,22 @@ class ArenaPlanner:
         self.free = keep
 
 
-def allocate(nbytes: int) -> tuple[np.ndarray, int]:
+def allocate(nbytes: int, shared: bool = False) -> tuple[np.ndarray, int]:
     """One arena buffer of `nbytes` and the offset of its first 64-byte-aligned byte (ordinary memory: the arena in
-    huge pages measured neutral on BERT-4L, 0.997x / 0.999x interleaved, unlike the weights: `StaticPool`)."""
-    buf = np.empty(nbytes + ALIGN, dtype=np.uint8)
+    huge pages measured neutral on BERT-4L, 0.997x / 0.999x interleaved, unlike the weights: `StaticPool`).
+    ``shared``: memory a forked worker process sees too (`shared_empty`)."""
+    buf = shared_empty((nbytes + ALIGN,), np.uint8) if shared else np.empty(nbytes + ALIGN, dtype=np.uint8)
     COUNTERS["arena_allocations"] += 1
     COUNTERS["arena_bytes"] += nbytes
     base = (-buf.ctypes.data) % ALIGN
     return buf, base
+
+
+def shared_empty(shape: tuple[int, ...], dtype: np.dtype | type = np.float32) -> np.ndarray:
+    """An array in anonymous shared memory (mmap MAP_SHARED, zero-filled): processes forked after it was made read
+    and write the same bytes (worker-process lanes, backends/cpu/compute/procs.py). Page-aligned."""
+    nbytes = max(1, int(np.prod(shape)) * np.dtype(dtype).itemsize)
+    return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype, count=int(np.prod(shape))).reshape(shape)
 
 
 def view(buf: np.ndarray, base: int, chunk: Chunk, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
@@ -113,8 +122,6 @@ def alias_view(src: np.ndarray, dtype: np.dtype, shape: tuple[int, ...]) -> np.n
 def huge_buffer(nbytes: int) -> np.ndarray:
     """``nbytes`` of zero-filled anonymous memory starting on a 2 MB boundary, advised as transparent huge pages
     where the platform knows MADV_HUGEPAGE (freed with the last array that refers to it)."""
-    import mmap
-
     if not hasattr(mmap, "MAP_ANONYMOUS"):  # not a POSIX mmap: ordinary memory
         return np.zeros(nbytes, np.uint8)
     size = -(-max(nbytes, 1) // HUGE) * HUGE

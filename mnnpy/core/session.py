@@ -211,8 +211,9 @@ class Session:
         except (ValueError, TypeError, IndexError, KeyError) as exc:
             where = f"op {cmd.name!r} ({op_type_name(cmd.op_type)})" if cmd is not None else "run"
             raise ModelError(f"{where} failed: {exc}") from exc
-        for b in {id(self.main): self.main, id(self.backup): self.backup}.values():
-            b.on_execute_end()
+        finally:
+            for b in {id(self.main): self.main, id(self.backup): self.backup}.values():
+                b.on_execute_end()
         COUNTERS["runs"] += 1
 
     # *** tensors ***

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import itertools
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -28,6 +29,8 @@ from typing import Any
 import numpy  # noqa: F401 - loads the BLAS library both paths look for
 
 from mnnpy.core import strategy
+
+from . import procs
 
 _SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads", "openblas_set_num_threads64_",
             "openblas_set_num_threads")
@@ -171,7 +174,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_lanes)
 
 
-def run_lanes(tasks: Sequence[Callable[[], None]], threads: int) -> None:
+def run_lanes(tasks: Sequence[Callable[[], None]], threads: int, shared: bool = False) -> None:
     """Run a kernel's lanes concurrently (the first on the calling thread), BLAS at 1 thread throughout.
 
     The lanes are the kernel's parallelism (``threads`` of them at most, chosen at make time), run on persistent
@@ -179,6 +182,9 @@ def run_lanes(tasks: Sequence[Callable[[], None]], threads: int) -> None:
     threaded call, and doing so next to the lanes' threads oversubscribes the cores. While another caller (another
     session's thread, or a lane itself) drives the lanes, the tasks run one after another on the calling thread
     (they are independent). Errors are re-raised (the first); the pool size is restored after.
+
+    ``shared``: the tasks exchange data only through shared memory (the arena, the conv scratch pool), so a session
+    with worker-process lanes (`procs`) may run them in its workers.
     """
     del threads  # the lane count was fixed when the kernel was made
     want = 1
@@ -186,6 +192,10 @@ def run_lanes(tasks: Sequence[Callable[[], None]], threads: int) -> None:
     if previous is not None and previous != want:
         set_blas_threads(want)
     try:
+        if shared and len(tasks) > 1:
+            lanes = procs.active()
+            if lanes is not None and lanes.run(tasks):
+                return
         if len(tasks) == 1 or not _LANES_BUSY.acquire(blocking=False):
             for task in tasks:
                 task()
@@ -225,6 +235,13 @@ def _drive(tasks: Sequence[Callable[[], None]]) -> None:
             error, lane.error = error or lane.error, None
     if error is not None:
         raise error
+
+
+def new_claim() -> Callable[[], int]:
+    """A fresh work counter for one hand-off (0, 1, 2, ... across its lanes): the session's `procs.SharedClaim` when
+    worker-process lanes may run it, else an ``itertools.count`` (atomic under the GIL)."""
+    lanes = procs.active()
+    return lanes.claim.reset() if lanes is not None else itertools.count().__next__
 
 
 def split(items: Sequence[Any], lanes: int) -> list[list[Any]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mnnpy.core import memory
 from mnnpy.core.conv_geometry import Conv2DParams, conv2d_output_shape, conv2d_params
 from mnnpy.core.strategy import ConvPlan, output_tiles
 
@@ -137,8 +138,14 @@ def scratch_buffer(pool: dict | None, lane: int, name: str, size: int) -> np.nda
         return np.empty(size, dtype=np.float32)
     buf = pool.get((lane, name))
     if buf is None or buf.size < size:
-        buf = pool[(lane, name)] = np.empty(size, dtype=np.float32)
+        buf = pool[(lane, name)] = _pool_empty(pool, (size,))
     return buf[:size]
+
+
+def _pool_empty(pool: dict, shape: tuple[int, ...]) -> np.ndarray:
+    """A new zero-filled float32 buffer for ``pool``: in shared memory when its "shared" entry says so (worker-process
+    lanes read and write it too)."""
+    return memory.shared_empty(shape) if pool.get("shared") else np.zeros(shape, dtype=np.float32)
 
 
 def shared_zeros(pool: dict | None, shape: tuple[int, ...], region: tuple[int, ...]) -> np.ndarray:
@@ -149,7 +156,7 @@ def shared_zeros(pool: dict | None, shape: tuple[int, ...], region: tuple[int, .
         return np.zeros(shape, dtype=np.float32)
     key = ("zeros", tuple(shape), tuple(region))
     if key not in pool:
-        pool[key] = np.zeros(shape, dtype=np.float32)
+        pool[key] = _pool_empty(pool, tuple(shape))
     return pool[key]
 
 

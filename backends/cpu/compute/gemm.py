@@ -225,7 +225,10 @@ class Gemm1x1Kernel(Conv2DKernel):
                 and x.flags.c_contiguous and out.flags.c_contiguous):
             x4 = x.reshape(x.shape[1], -1, PACK)
             out4 = out.reshape(out.shape[1], -1, PACK)
-            run_lanes([partial(self._pixels, x4, out4, r0, r1) for r0, r1 in self.row_chunks], self.plan.threads)
+            # each lane copies, multiplies and stores its own rows (the buffers between are lane-local): worker-process
+            # lanes may run them
+            run_lanes([partial(self._pixels, x4, out4, r0, r1) for r0, r1 in self.row_chunks], self.plan.threads,
+                      True)
             return
         flat = self.flat is not None and x.flags.c_contiguous and out.flags.c_contiguous
         if flat and self.flat is not None:

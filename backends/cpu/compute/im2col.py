@@ -24,7 +24,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from mnnpy.core.strategy import IM2COL_TILE_BYTES, ConvPlan, output_tiles
 
-from .blas import lane_count, run_lanes
+from .blas import lane_count, new_claim, run_lanes
 from .common import (
     COUNTERS,
     PACK,
@@ -71,6 +71,10 @@ class Im2ColKernel(Conv2DKernel):
         # Ungrouped, the GEMM writes every column of Y and of each tile's columns: both may come from the session's
         # scratch pool (warm buffers). Grouped Y keeps zero padded channels; folded-bias columns keep their 1s.
         pool = scratch if g == 1 else None
+        # Worker-process lanes (procs.py) may run the lanes when what they exchange is in the shared pool: the tile
+        # lanes copy their own input rows, write Y's rows and their tiles of ``out``; the bands read lane 0's columns
+        # (pooled unless the bias is folded) and Y; the tap lanes' partial products are pooled.
+        self.shared = bool(pool and pool.get("shared"))
         self.y = scratch_buffer(pool, 0, "y", n * oh * ow * ocp).reshape(n, oh, ow, ocp)
         if pool is None:
             self.y[:] = 0.0
@@ -122,7 +126,8 @@ class Im2ColKernel(Conv2DKernel):
             dst, src, cols_mat, y_rows = self.steps[0][:4]
             self.tap_lanes = [([(dst[..., ky, a:b, :], src[..., ky, a:b, :]) for ky, a, b in pieces],
                                cols_mat[:, t0 * kc: t1 * kc], self.weight[t0 * kc: t1 * kc],
-                               y_rows if i == 0 else np.empty_like(y_rows))
+                               y_rows if i == 0 else
+                              scratch_buffer(pool, i, "product", y_rows.size).reshape(y_rows.shape))
                               for i, (t0, t1, pieces) in enumerate(_tap_ranges(kh, kw, len(self.bands)))]
         COUNTERS["weight_transforms"] += 1
 
@@ -130,9 +135,8 @@ class Im2ColKernel(Conv2DKernel):
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out`` (tiles claimed by ``numThread`` lanes)."""
         if self.bands is not None or len(self.lanes) == 1:  # else each lane copies the rows of its tiles
             self._copy_input(x)
-        claim = itertools.count().__next__  # atomic under the GIL
         if self.tap_lanes is not None:
-            run_lanes([partial(self._run_taps, *lane) for lane in self.tap_lanes], self.plan.threads)
+            run_lanes([partial(self._run_taps, *lane) for lane in self.tap_lanes], self.plan.threads, self.shared)
             _, _, _, y_rows, _, (n0, n1, r0, r1, y_tile, y_pixels) = self.steps[0]
             for lane in self.tap_lanes[1:]:
                 np.add(y_rows, lane[3], out=y_rows)
@@ -142,12 +146,15 @@ class Im2ColKernel(Conv2DKernel):
             return
         if self.bands is not None:
             np.copyto(self.steps[0][0], self.steps[0][1])
-            run_lanes([partial(self._run_band, c0, c1, out) for c0, c1 in self.bands], self.plan.threads)
+            run_lanes([partial(self._run_band, c0, c1, out) for c0, c1 in self.bands], self.plan.threads,
+                      self.shared and not self.fold_bias)
             return
         if len(self.lanes) == 1:
-            self._run_steps(self.steps, out, claim)
+            self._run_steps(self.steps, out, itertools.count().__next__)
             return
-        run_lanes([partial(self._run_steps, lane, out, claim, x) for lane in self.lanes], self.plan.threads)
+        claim = new_claim()
+        run_lanes([partial(self._run_steps, lane, out, claim, x) for lane in self.lanes], self.plan.threads,
+                  self.shared)
 
     @property
     def chains(self) -> bool:

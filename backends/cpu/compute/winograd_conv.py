@@ -21,7 +21,6 @@ the stores of its band, so only the input copy runs on one core.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 from functools import partial
 from typing import NamedTuple
@@ -31,7 +30,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from mnnpy.core.strategy import WINOGRAD_BLOCK_BYTES, ConvPlan, winograd_channel_bands, winograd_layout
 
-from .blas import lane_count, run_lanes
+from .blas import lane_count, new_claim, run_lanes
 from .common import (
     COUNTERS,
     PACK,
@@ -94,6 +93,10 @@ class WinogradKernel(Conv2DKernel):
         icg, ocg = c // g, oc // g
         th, tw = -(-oh // u), -(-ow // u)
         self.unit, self.alpha, self.tiles = u, a, (n, th, tw)
+        # Worker-process lanes (procs.py) may run the lanes: what they exchange is in the shared pool (the padded
+        # input, lane 0's V and M for the position GEMMs, ungrouped), and grouped lanes' private buffers are
+        # written and read by one lane.
+        self.shared = bool(scratch and scratch.get("shared"))
         self.xp = shared_zeros(scratch, (n, max(pt + h, th * u + k - 1), max(pl + w, tw * u + k - 1), cp),
                                (pt, pl, h, w))
         self.interior = nhwc_view(self.xp, slice(pt, pt + h), slice(pl, pl + w))
@@ -196,13 +199,14 @@ class WinogradKernel(Conv2DKernel):
             copy_pixels(self.interior, x, (0, 2, 3, 1))
         stores = self._stores_for(out)
         if self.positions is None:
-            claim = itertools.count().__next__  # atomic under the GIL
+            claim = new_claim()
             run_lanes([partial(self._run_blocks, lane, stores[i], claim, x if split else None)
-                       for i, lane in enumerate(self.lanes)], self.plan.threads)
+                       for i, lane in enumerate(self.lanes)], self.plan.threads, self.shared)
             return
         b = self.blocks[0]
         self._transform_in(b)
-        run_lanes([partial(self._gemm, b, p0, p1) for p0, p1 in self.positions], self.plan.threads)
+        run_lanes([partial(self._gemm, b, p0, p1) for p0, p1 in self.positions], self.plan.threads,
+                  self.shared and self.params.group == 1)
         self._transform_out(b, stores[0][0])
 
     def _stores_for(self, out: np.ndarray) -> list[list[list[tuple[np.ndarray, np.ndarray]]]]:

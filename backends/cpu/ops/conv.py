@@ -96,7 +96,7 @@ class Convolution(CPUExecution):
         from mnnpy.backends.cpu.compute.conv import make_conv2d_kernel
 
         # one scratch pool per backend (one per session; its kernels run in turn), kept with its prepared kernels
-        scratch = self.backend.kernel_cache.setdefault("conv-scratch", {})
+        scratch = self.backend.scratch_pool("conv-scratch")
         try:
             try:
                 kernel = make_conv2d_kernel(params, self.op.type, self.shape, threads=self.threads, force=self.force,
@@ -141,7 +141,7 @@ class Convolution(CPUExecution):
                 or second.in_shape[1] != c or not np.shares_memory(producer.y_view, self.x.array) \
                 or not np.shares_memory(consumer.x_view, self.y.array):
             return None
-        pool = self.backend.kernel_cache.setdefault("conv-scratch", {})
+        pool = self.backend.scratch_pool("conv-scratch")
         shape = self.kernel.in_shape
         params = conv2d_params(self.params, self.op.type, shape)
         middle = DepthwiseKernel(params, self.kernel.plan, shape, *conv_weights(self.params, params), chain=pool)

@@ -91,7 +91,8 @@ class Pooling(CPUExecution):
         if len(self.lanes) == 1:
             self._run_band(x, y, *self.lanes[0])
         else:
-            run_lanes([partial(self._run_band, x, y, *lane) for lane in self.lanes], len(self.lanes))
+            # each lane fills and reads its own channel blocks of the phase buffers: worker-process lanes may run it
+            run_lanes([partial(self._run_band, x, y, *lane) for lane in self.lanes], len(self.lanes), True)
 
     def _run_band(self, x: np.ndarray, y: np.ndarray, blocks: slice, fills: list, col_taps: list,
                   columns: np.ndarray, row_taps: list) -> None:

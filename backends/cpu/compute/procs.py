@@ -1,0 +1,334 @@
+"""Worker-process lanes: a session's ``numThread`` > 1 lanes as forked processes, each with its own GIL.
+
+Why processes: with thread lanes a 2-lane layer half took ~75% of the 1-lane layer, not 50%. The same halves run in
+two processes at once take no longer than alone, so the cores were not the limit; the GIL shared by the lanes was
+(numpy releases it inside each call, and every re-take after the other lane took it wakes a halted vCPU here).
+
+How (Linux, ``os.fork``): the worker is a fork of the session's process, so it holds the very objects the kernels
+prepared in ``on_resize``. What crosses between the processes at run time lives in shared memory: the session's
+arena (every non-constant tensor) and the conv kernels' scratch pool (``memory.shared_empty``).
+
+* Record: the first time a kernel hands a list of lane tasks (``functools.partial`` objects) to ``run_lanes`` with
+  ``shared=True``, the list is kept in the table under a key made of the bound method, its object and its arguments
+  (arrays by address, shape and strides) and runs on thread lanes.
+* Fork: at the start of the next run the workers are (re)forked, so each holds the whole table. Later runs send a
+  worker the table index and its lane number (8 bytes down a pipe); the worker runs that task on its copy, which
+  reads and writes the same shared memory, and answers one byte. The caller runs lane 0 meanwhile.
+* ``shared=True`` is a kernel's promise that its lane tasks exchange data only through the arena or the shared
+  scratch: a lane may use private buffers only for what it writes and reads itself within the task.
+* Dynamic work claiming across processes: ``SharedClaim``, a counter in shared memory under a process-shared lock.
+
+A resize, a release, a fork of the user's own (the child sees ``pid`` change) or a worker that died drop the workers;
+the table is rebuilt from the next run. A worker's exception comes back as the text of a RuntimeError; a worker that
+exits (killed) is reported as such and the session goes on with thread lanes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import select
+import signal
+import struct
+import sys
+import threading
+import time
+import warnings
+import weakref
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+_LOCAL = threading.local()  # .lanes: the ProcessLanes of the session running on this thread (None outside a run)
+_MSG = struct.Struct("<II")  # table index, lane
+# Forks per resize: a kernel that makes new objects every run (weights given at run time) would otherwise grow the
+# table and re-fork every run; after this many its hand-offs stay on thread lanes.
+MAX_FORKS = 3
+WORKER_SPIN_S = 2e-3  # how long an idle worker polls for its next task before it sleeps (`_receive`)
+WAIT_SPIN_S = 20e-3  # how long the caller polls for a worker's answer before it sleeps
+
+
+def available() -> bool:
+    """Whether this platform can have worker-process lanes (Linux fork; ``MNNPY_CPU_LANES=threads`` turns them off)."""
+    return hasattr(os, "fork") and sys.platform.startswith("linux") and \
+        os.environ.get("MNNPY_CPU_LANES", "processes") != "threads"
+
+
+def active() -> ProcessLanes | None:
+    """The ProcessLanes of the run in progress on this thread, if any."""
+    return getattr(_LOCAL, "lanes", None)
+
+
+class SharedClaim:
+    """A work counter both processes draw from: ``claim()`` returns 0, 1, 2, ... across all lanes of one hand-off."""
+
+    def __init__(self) -> None:
+        import multiprocessing
+
+        self._mem = mmap.mmap(-1, mmap.PAGESIZE)  # MAP_SHARED | MAP_ANONYMOUS: the workers see the same page
+        self._next = np.frombuffer(self._mem, dtype=np.int64, count=1)
+        self._lock = multiprocessing.get_context("fork").Lock()
+
+    def reset(self) -> SharedClaim:
+        self._next[0] = 0
+        return self
+
+    def __call__(self) -> int:
+        with self._lock:
+            k = int(self._next[0])
+            self._next[0] = k + 1
+        return k
+
+
+def _key_part(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return ("a", value.__array_interface__["data"][0], value.shape, value.strides, value.dtype.str)
+    if value is None or isinstance(value, (int, float, str, bool)):
+        return value
+    return ("o", id(value))
+
+
+def task_key(tasks: Sequence[Callable[[], None]]) -> tuple | None:
+    """A key under which the same hand-off is found again next run: per task its function (and object) and its
+    arguments, arrays by address, shape and strides, other objects by identity (None: not all partials)."""
+    parts = []
+    for task in tasks:
+        if not isinstance(task, partial) or task.keywords:
+            return None
+        func = task.func
+        head = (func.__func__, id(func.__self__)) if hasattr(func, "__self__") else (func,)
+        parts.append((*head, *map(_key_part, task.args)))
+    return tuple(parts)
+
+
+class _Worker:
+    """One forked worker: its pid and the parent's ends of its two pipes."""
+
+    def __init__(self, pid: int, send: int, receive: int) -> None:
+        self.pid, self.send, self.receive = pid, send, receive
+
+    def close(self) -> None:
+        for fd in (self.send, self.receive):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        with contextlib.suppress(ChildProcessError, OSError):
+            if os.waitpid(self.pid, os.WNOHANG) == (0, 0):
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+
+
+def _shutdown(workers: list[_Worker]) -> None:
+    for w in workers:
+        w.close()
+    workers.clear()
+
+
+_GONE = object()  # ProcessLanes._wait: the worker exited
+_ALL: weakref.WeakSet[ProcessLanes] = weakref.WeakSet()
+
+
+def _forget_workers() -> None:
+    """In any forked child (a user's, or a new worker): close the inherited ends of every session's worker pipes,
+    so that a worker still sees end-of-file when the process that made it exits, and forget the workers (they are
+    the parent's: not stopped here)."""
+    for lanes in list(_ALL):
+        for w in lanes.workers:
+            for fd in (w.send, w.receive):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        lanes.workers.clear()
+        lanes.forked = 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_workers)
+
+
+class ProcessLanes:
+    """The worker processes of one CPU backend (``workers`` = numThread - 1) and the table of recorded hand-offs."""
+
+    def __init__(self, workers: int) -> None:
+        self.count = workers
+        self.table: list[list[Callable[[], None]]] = []
+        self.index: dict[tuple, int] = {}
+        self.forked = 0  # table entries the live workers hold
+        self.forks = 0  # since the last reset: new hand-offs stop being recorded after MAX_FORKS
+        self.workers: list[_Worker] = []
+        self.pid = os.getpid()
+        self.claim = SharedClaim()
+        self.dispatched = 0  # hand-offs run in workers (tests and the profiler read it)
+        self.failure: str | None = None  # why the workers were given up (then thread lanes only)
+        self._finalizer = weakref.finalize(self, _shutdown, self.workers)
+        _ALL.add(self)
+
+    # *** lifecycle ***
+    def reset(self) -> None:
+        """Forget the table and stop the workers (a resize: the kernels and their arrays are new)."""
+        _shutdown(self.workers)
+        self.table.clear()
+        self.index.clear()
+        self.forked = self.forks = 0
+
+    def begin(self) -> None:
+        """Start of a run on this thread: (re)fork when the table grew since the workers were made."""
+        if os.getpid() != self.pid:  # in a fork of the user's (`_forget_workers` ran): start afresh
+            self.pid, self.failure = os.getpid(), None
+            self.claim = SharedClaim()
+            self.reset()
+        if self.failure is None and len(self.table) > self.forked:
+            _shutdown(self.workers)
+            self._fork()
+        _LOCAL.lanes = self
+
+    @staticmethod
+    def end() -> None:
+        _LOCAL.lanes = None
+
+    def _fork(self) -> None:
+        for _ in range(self.count):
+            down_r, down_w = os.pipe()
+            up_r, up_w = os.pipe()
+            with warnings.catch_warnings():  # 3.12+: "use of fork() may lead to deadlocks" (see _serve)
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
+            if pid == 0:  # the worker (`_forget_workers` closed the other workers' pipes)
+                for fd in (down_w, up_r):
+                    os.close(fd)
+                os.set_blocking(down_r, False)
+                _serve(self.table, down_r, up_w)
+            os.close(down_r)
+            os.close(up_w)
+            os.set_blocking(up_r, False)
+            self.workers.append(_Worker(pid, down_w, up_r))
+        self.forked = len(self.table)
+        self.forks += 1
+
+    # *** hand-offs ***
+    def run(self, tasks: Sequence[Callable[[], None]]) -> bool:
+        """Run ``tasks`` (lane 0 here, the others in the workers); False: not recorded yet or no workers, the caller
+        runs them on thread lanes (the hand-off is recorded for the next fork)."""
+        key = task_key(tasks)
+        if key is None or len(tasks) - 1 > self.count:
+            return False
+        k = self.index.get(key)
+        if k is None:
+            if self.failure is None and self.forks < MAX_FORKS:
+                self.index[key] = len(self.table)
+                self.table.append(list(tasks))
+            return False
+        if k >= self.forked or not self.workers:
+            return False
+        workers = self.workers[: len(tasks) - 1]
+        sent: list[_Worker] = []
+        with contextlib.suppress(OSError):  # a worker that is gone: EPIPE
+            for lane, w in enumerate(workers, start=1):
+                os.write(w.send, _MSG.pack(k, lane))
+                sent.append(w)
+        error: BaseException | None = None
+        if len(sent) == len(workers):
+            try:
+                tasks[0]()
+            except BaseException as exc:
+                error = exc
+        gone = len(sent) < len(workers)
+        for w in sent:
+            answer = self._wait(w)
+            if answer is _GONE:
+                gone = True
+            elif answer is not None:
+                error = error or answer
+        if gone:  # every task runs again on thread lanes: each rewrites all it writes
+            self._give_up(f"a CPU lane worker process ({', '.join(str(w.pid) for w in workers)}) exited")
+            self.claim.reset()
+            return False
+        self.dispatched += 1
+        if error is not None:
+            raise error
+        return True
+
+    def _wait(self, w: _Worker) -> BaseException | object | None:
+        """The worker's answer: None (done), the error its task raised (as a RuntimeError) or _GONE."""
+        while True:  # a signal while waiting: keep waiting, so no worker is left writing into the arena
+            try:
+                status = _receive(w.receive, 1, WAIT_SPIN_S)
+                break
+            except (InterruptedError, KeyboardInterrupt):
+                continue
+        if status == b"\x00":
+            return None
+        if status == b"\x01":
+            try:
+                size = _MSG.unpack(_read_exact(w.receive, _MSG.size))[0]
+                text = _read_exact(w.receive, size).decode("utf-8", "replace")
+            except EOFError:
+                return _GONE
+            return RuntimeError(f"CPU lane worker (pid {w.pid}): {text}")
+        return _GONE
+
+    def _give_up(self, reason: str) -> None:
+        """Stop using worker processes for this session (thread lanes from now on), saying why once."""
+        self.failure = reason
+        _shutdown(self.workers)
+        warnings.warn(f"{reason}; this session's lanes run as threads from now on", RuntimeWarning, stacklevel=4)
+
+
+def _receive(fd: int, size: int, spin: float) -> bytes:
+    """Up to ``size`` bytes from the non-blocking pipe ``fd``: polled for ``spin`` seconds, then a blocking wait.
+
+    Polling first: a halted vCPU here takes ~40 us to wake, so a blocking hand-off and its answer cost ~78 us round
+    trip against ~3.3 us polled (tools/PERF.md). The worker polls between tasks, which costs only the otherwise idle
+    core it runs on, and only for WORKER_SPIN_S after its last task (then it sleeps: a machine with other work
+    loses at most that much per run)."""
+    deadline = 0.0
+    while True:
+        try:
+            return os.read(fd, size)
+        except BlockingIOError:
+            now = time.perf_counter()
+            if not deadline:
+                deadline = now + spin
+            elif now > deadline:
+                select.select([fd], [], [])
+
+
+def _read_exact(fd: int, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = _receive(fd, size - len(data), WAIT_SPIN_S)
+        if not chunk:
+            raise EOFError("CPU lane worker pipe closed")
+        data += chunk
+    return data
+
+
+def _serve(table: list[list[Callable[[], None]]], receive: int, send: int) -> None:
+    """The worker's loop: run the task it is told to until the parent closes the pipe, then exit (no atexit
+    handlers, no buffers flushed: the parent owns everything). Ctrl-C goes to the parent only. The worker touches
+    nothing but numpy and its table, so locks other threads held at the fork (the reason for Python's warning)
+    are not taken here; BLAS runs at 1 thread (set before the fork), so OpenBLAS's pool is not used."""
+    code = 0
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _LOCAL.lanes = None
+        from .blas import set_blas_threads
+
+        set_blas_threads(1)  # a lane is one core's work (OpenBLAS would start a pool again in the fork)
+        while True:
+            msg = _receive(receive, _MSG.size, WORKER_SPIN_S)
+            if len(msg) < _MSG.size:
+                break
+            k, j = _MSG.unpack(msg)
+            try:
+                table[k][j]()
+            except BaseException as exc:  # reported to the parent, which raises it
+                text = f"{type(exc).__name__}: {exc}".encode()
+                os.write(send, b"\x01" + _MSG.pack(len(text), 0) + text)
+            else:
+                os.write(send, b"\x00")
+    except BaseException:  # the worker must never return into the parent's code
+        code = 1
+    finally:
+        os._exit(code)

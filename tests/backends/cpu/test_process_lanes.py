@@ -1,0 +1,184 @@
+"""Worker-process lanes (numThread > 1, ``backends/cpu/compute/procs.py``): a session records its kernels' lane
+hand-offs on the first run, forks a worker at the next, and from then on the worker runs lane 1 over shared memory.
+Checked against onnxruntime on ResNet-18 (every lane kind it has: Winograd blocks, channel bands and alpha² positions,
+im2col tiles and tap ranges, max-pool channel blocks), and at the unit level: the worker really runs its lane in its
+own process on shared memory, its errors come back, a killed worker leaves the session on thread lanes, a resize or
+a release stops it, and a fork of the user's starts its own."""
+
+from __future__ import annotations
+
+import os
+import signal
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from mnnpy.backends.cpu.compute import procs
+
+from mnnpy.core import memory
+from mnnpy.interpreter import Interpreter
+
+pytestmark = pytest.mark.skipif(not procs.available(), reason="worker-process lanes need Linux fork (or "
+                                                              "MNNPY_CPU_LANES=threads is set)")
+
+
+@pytest.fixture(scope="module")
+def resnet18(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from mnnpy.converter import convert
+    from support.models import bench_models
+
+    src = bench_models().resnet18(tmp_path_factory.mktemp("r18") / "resnet18.onnx")
+    convert(str(src), str(src.with_suffix(".mnn")))
+    return src
+
+
+def _run(interp: Interpreter, session: Any, x: np.ndarray) -> np.ndarray:
+    interp.getSessionInput(session).copyFrom(x)
+    interp.runSession(session)
+    return np.array(interp.getSessionOutput(session).getNumpyData(), copy=True)
+
+
+def _reference(src: Path, x: np.ndarray) -> np.ndarray:
+    ort = pytest.importorskip("onnxruntime", reason="onnxruntime (the reference) is not installed")
+    sess = ort.InferenceSession(str(src), providers=["CPUExecutionProvider"])
+    return sess.run(None, {sess.get_inputs()[0].name: x})[0]
+
+
+def test_resnet18_lanes_run_in_a_worker_process(resnet18: Path) -> None:
+    interp = Interpreter(str(resnet18.with_suffix(".mnn")))
+    session = interp.createSession({"numThread": 2})
+    lanes = session.main.lanes
+    assert isinstance(lanes, procs.ProcessLanes)
+    xs = [np.random.default_rng(k).standard_normal((1, 3, 224, 224)).astype(np.float32) for k in range(2)]
+    first = _run(interp, session, xs[0])  # records the hand-offs (thread lanes)
+    assert not lanes.workers and lanes.table and lanes.dispatched == 0
+    got = [_run(interp, session, x) for x in xs]  # forks, then the worker runs lane 1
+    assert len(lanes.workers) == 1 and lanes.workers[0].pid != os.getpid()
+    assert lanes.dispatched == 2 * len(lanes.table)  # every recorded hand-off, both runs
+    kinds = {tasks[0].func.__name__ for tasks in lanes.table}
+    assert {"_run_blocks", "_gemm", "_run_steps", "_run_taps", "_run_band"} <= kinds, kinds
+    for x, y in zip(xs, got, strict=True):
+        np.testing.assert_allclose(y, _reference(resnet18, x), rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(first, got[0])  # the same kernels, split the same way: the same bits
+
+
+def test_resize_and_release_stop_the_worker(resnet18: Path) -> None:
+    interp = Interpreter(str(resnet18.with_suffix(".mnn")))
+    session = interp.createSession({"numThread": 2})
+    lanes = session.main.lanes
+    x = np.random.default_rng(3).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    for _ in range(2):
+        _run(interp, session, x)
+    pid = lanes.workers[0].pid
+    small = np.random.default_rng(4).standard_normal((1, 3, 160, 160)).astype(np.float32)
+    interp.resizeTensor(interp.getSessionInput(session), small.shape)
+    interp.resizeSession(session)
+    assert not lanes.workers and not lanes.table  # the old kernels' hand-offs are gone with them
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # stopped and reaped
+    for _ in range(2):
+        got = _run(interp, session, small)
+    assert lanes.workers and lanes.dispatched
+    one = interp.createSession({"numThread": 1})  # the reference: one thread, resized alike (ONNX input is fixed)
+    interp.resizeTensor(interp.getSessionInput(one), small.shape)
+    interp.resizeSession(one)
+    np.testing.assert_allclose(got, _run(interp, one, small), rtol=1e-5, atol=1e-6)
+    pid = lanes.workers[0].pid
+    interp.releaseSession(session)
+    assert not lanes.workers
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def test_threads_only_when_asked(resnet18: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MNNPY_CPU_LANES", "threads")
+    interp = Interpreter(str(resnet18.with_suffix(".mnn")))
+    assert interp.createSession({"numThread": 2}).main.lanes is None
+    monkeypatch.delenv("MNNPY_CPU_LANES")
+    assert interp.createSession({"numThread": 1}).main.lanes is None  # one lane: nothing to fork
+
+
+class _Lanes:
+    """Lane tasks for the unit tests: each writes its process id into a shared buffer."""
+
+    def __init__(self) -> None:
+        self.pids = memory.shared_empty((2,), np.int64)
+
+    def mark(self, lane: int) -> None:
+        self.pids[lane] = os.getpid()
+
+    def fail(self, lane: int) -> None:
+        raise ValueError(f"lane {lane} failed")
+
+
+def _forked(lanes: procs.ProcessLanes, *hand_offs: list) -> None:
+    """Record ``hand_offs`` (the caller would run them on thread lanes), then fork as a run's start does."""
+    for tasks in hand_offs:
+        assert not lanes.run(tasks)
+    lanes.begin()
+    lanes.end()
+
+
+def test_worker_runs_its_lane_in_its_own_process_on_shared_memory() -> None:
+    lanes, work = procs.ProcessLanes(1), _Lanes()
+    tasks = [partial(work.mark, 0), partial(work.mark, 1)]
+    _forked(lanes, tasks)
+    try:
+        work.pids[:] = 0
+        assert lanes.run(tasks)
+        assert work.pids[0] == os.getpid()
+        assert work.pids[1] == lanes.workers[0].pid  # the worker's write reached this process
+    finally:
+        lanes.reset()
+
+
+def test_worker_errors_come_back_and_a_killed_worker_leaves_thread_lanes() -> None:
+    lanes, work = procs.ProcessLanes(1), _Lanes()
+    good = [partial(work.mark, 0), partial(work.mark, 1)]
+    bad = [partial(work.mark, 0), partial(work.fail, 1)]
+    _forked(lanes, good, bad)
+    try:
+        with pytest.raises(RuntimeError, match=r"ValueError: lane 1 failed"):
+            lanes.run(bad)
+        assert lanes.run(good)  # the worker goes on after an error
+        pid = lanes.workers[0].pid
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        with pytest.warns(RuntimeWarning, match="exited"):
+            assert not lanes.run(good)  # the caller then runs the hand-off on thread lanes
+        assert lanes.failure and not lanes.workers
+        lanes.begin()  # no new worker once given up
+        lanes.end()
+        assert not lanes.workers and not lanes.run(good)
+    finally:
+        lanes.reset()
+
+
+def test_a_fork_of_the_users_makes_its_own_worker(resnet18: Path) -> None:
+    interp = Interpreter(str(resnet18.with_suffix(".mnn")))
+    session = interp.createSession({"numThread": 2})
+    x = np.random.default_rng(5).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    want = _run(interp, session, x)
+    _run(interp, session, x)
+    parent_worker = session.main.lanes.workers[0].pid
+    result = memory.shared_empty(want.shape, np.float32)
+    status = memory.shared_empty((2,), np.int64)
+    pid = os.fork()
+    if pid == 0:  # the user's child: the parent's worker is not its own
+        code = 1
+        try:
+            lanes = session.main.lanes
+            assert not lanes.workers
+            _run(interp, session, x)
+            result[...] = _run(interp, session, x)
+            status[0] = lanes.dispatched
+            status[1] = lanes.workers[0].pid if lanes.workers else 0
+            code = 0
+        finally:
+            os._exit(code)
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    assert status[0] > 0 and status[1] not in (0, parent_worker)
+    np.testing.assert_array_equal(result, want)
+    assert _run(interp, session, x) is not None and session.main.lanes.workers[0].pid == parent_worker
