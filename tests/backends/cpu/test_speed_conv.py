@@ -148,7 +148,8 @@ def test_pooling_lanes_over_channel_blocks(e2e: Any, monkeypatch: pytest.MonkeyP
     from onnx import helper as h
 
     calls: list[int] = []
-    monkeypatch.setattr(pool, "run_lanes", lambda tasks, n, *shared: (calls.append(len(tasks)), run_lanes(tasks, n, *shared)))
+    monkeypatch.setattr(pool, "run_lanes",
+                        lambda tasks, n, *shared: (calls.append(len(tasks)), run_lanes(tasks, n, *shared)))
     shape = (1, 36, 120, 128)  # 9 channel blocks, 2.2 MB
     node = h.make_node(op, ["x"], ["y"], **attrs)
     graph = h.make_graph([node], "p", [h.make_tensor_value_info("x", T.FLOAT, list(shape))],
