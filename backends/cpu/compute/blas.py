@@ -5,15 +5,18 @@ in ``/proc/self/maps`` (Linux) and called through ctypes (``*openblas_set_num_th
 calls are no-ops and ``backend()`` says so. Both paths look the library up once; a set/get then costs microseconds.
 
 Lanes: kernels with independent blocks of work (Winograd tile blocks, im2col tiles, row bands) run them on
-``numThread`` Python threads (numpy releases the GIL in ufuncs, copies and matmul) with BLAS at 1 thread;
-blocked threads sleep instead of spinning, so an oversubscribed machine degrades gracefully.
+``numThread`` lanes with BLAS at 1 thread. The caller is lane 0; the others are Python threads (numpy releases the
+GIL in ufuncs, copies and matmul), or, where the kernel passes ``shared=True`` (its hand-offs touch only the arena
+and the shared scratch pool) and the session has them, forked worker processes (``procs.ProcessLanes``): no GIL
+between the lanes, and hand-offs polled over pipes instead of waking a sleeping thread.
 
 Measured on the 2-vCPU KVM guest (ResNet-18, 18 hand-offs per run): an idle vCPU halts at once (cpuidle haltpoll
-with guest_halt_poll_ns 0), so each hand-off costs a ~35 us wake of the lane and often a ~22 us wake of the caller
-at the end, and a lane that finishes a numpy call while the other holds the GIL sleeps again. Tried and dropped:
-lanes spinning in pthread_spin_lock between hand-offs (GIL-free; 1.5-2x slower whenever another process took a
-core, as the spinner then shares the caller's core) and pinning lanes to the other CPU (a 64ch 56² Winograd layer
-0.64 -> 0.47 ms alone, no gain on the whole model, 1.3x slower under load).
+with guest_halt_poll_ns 0), so each thread hand-off costs a ~35 us wake of the lane and often a ~22 us wake of the
+caller at the end, and a lane that finishes a numpy call while the other holds the GIL sleeps again. Tried and
+dropped: lanes spinning in pthread_spin_lock between hand-offs (GIL-free; 1.5-2x slower whenever another process
+took a core, as the spinner then shares the caller's core) and pinning lanes to the other CPU (a 64ch 56² Winograd
+layer 0.64 -> 0.47 ms alone, no gain on the whole model, 1.3x slower under load). The worker processes poll only
+for ``procs.WORKER_SPIN_S`` after a task (tools/PERF.md, "2 threads").
 """
 
 from __future__ import annotations
