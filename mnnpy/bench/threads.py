@@ -13,7 +13,7 @@ from mnnpy.backends.cpu.compute.blas import (
     set_blas_threads,
 )
 
-__all__ = ["backend", "blas_threads", "cpu_count", "get_blas_threads", "set_blas_threads"]
+__all__ = ["backend", "blas_core", "blas_threads", "cpu_count", "cpu_name", "get_blas_threads", "set_blas_threads"]
 
 
 def cpu_count() -> int:
@@ -43,3 +43,37 @@ def blas_core() -> str:
         name = (found[0]() or b"?").decode(errors="replace")
     pinned = os.environ.get("OPENBLAS_CORETYPE")
     return f"OpenBLAS core {name}" + (f" (pinned by OPENBLAS_CORETYPE={pinned})" if pinned else "")
+
+
+# the widest vector extension numpy found at run time, in the order a name is checked (x86 then Arm)
+_SIMD = (("AVX512F", "AVX-512"), ("AVX2", "AVX2"), ("AVX", "AVX"), ("SSE42", "SSE4.2"), ("SVE", "SVE"),
+         ("ASIMD", "NEON"), ("NEON", "NEON"))
+
+
+def cpu_name() -> str:
+    """The CPU model (and x86 family) and its widest SIMD extension, e.g. "AMD EPYC (family 25), AVX2".
+
+    Printed by the bench because the figures depend on it beyond the BLAS kernels: numpy's float32 exp and tanh cost
+    ~10x more on an AVX2 CPU than with AVX-512 (tools/PERF.md, sixth session), while the peers bring their own
+    vectorised loops.
+    """
+    model, family = "", ""
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as info:
+        for line in info:
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if key == "model name" and not model:
+                model = value.strip()
+            elif key == "cpu family" and not family:
+                family = value.strip()
+            if model and family:
+                break
+    import platform
+
+    import numpy as np
+
+    features = getattr(getattr(np, "_core", None), "_multiarray_umath", None)
+    found = getattr(features, "__cpu_features__", {}) or {}
+    simd = next((name for key, name in _SIMD if found.get(key)), "no SIMD found")
+    head = model or platform.processor() or platform.machine()
+    return f"{head}{f' (family {family})' if family else ''}, {simd}"

@@ -49,8 +49,9 @@ def run(args: argparse.Namespace) -> int:
     names = ["mnnpy", *[p for p in peers if p != "mnnpy"]]
     models = prepare_models(Path(args.model), Path(args.workdir) if args.workdir else None, set(names))
     config = {"convAlgorithm": args.conv_algorithm} if args.conv_algorithm else None
-    print(f"machine: {platform.machine()} {threads.cpu_count()} cores, python {platform.python_version()}, "
-          f"numpy {np.__version__}, BLAS threads via {threads.backend()}, {threads.blas_core()}")
+    print(f"machine: {platform.machine()} {threads.cpu_count()} cores ({threads.cpu_name()}), python "
+          f"{platform.python_version()}, numpy {np.__version__}, BLAS threads via {threads.backend()}, "
+          f"{threads.blas_core()}")
     with threads.blas_threads(args.threads):
         engines, missing = open_engines(models, names, args.threads, args.backend, config)
         if not engines:
@@ -79,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
                 print(why or f"chart written to {args.png}")
     if args.json:
         meta = {"model": str(args.model), "threads": args.threads, "runs": args.runs, "warmup": args.warmup,
-                "numpy": np.__version__, "cores": threads.cpu_count(), "blas": threads.blas_core()}
+                "numpy": np.__version__, "cores": threads.cpu_count(), "cpu": threads.cpu_name(),
+                "blas": threads.blas_core()}
         Path(args.json).write_text(json.dumps(to_record(meta, stats, missing, diffs, ops), indent=1))
     return 0

@@ -167,3 +167,17 @@ def test_blas_core_names_the_kernels_and_any_pin(monkeypatch: pytest.MonkeyPatch
     assert pinned.startswith("OpenBLAS core ") and pinned.endswith("(pinned by OPENBLAS_CORETYPE=Haswell)")
     assert free.startswith("OpenBLAS core ") and "pinned" not in free
     assert "unknown" not in free  # numpy's wheels bundle OpenBLAS, whose core name ctypes reads
+
+
+def test_cpu_name_gives_the_model_and_the_simd_numpy_found() -> None:
+    """The header names the CPU and the widest vector extension numpy's own loops use (exp/tanh speed depends on
+    it); on x86 that is what numpy's CPU-feature table says."""
+    from mnnpy.bench import threads
+
+    name = threads.cpu_name()
+    found = np._core._multiarray_umath.__cpu_features__
+    want = "AVX-512" if found.get("AVX512F") else "AVX2" if found.get("AVX2") else None
+    if want is not None:
+        assert name.endswith(f", {want}"), name
+    assert not name.startswith(",")  # a model name (or the platform's) comes first
+    assert ("no SIMD" in name) == (not any(found.get(key) for key, _ in threads._SIMD))
