@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import platform
+
+import numpy as np
 
 from mnnpy.backends.cpu.compute.blas import (
     backend,
@@ -50,12 +54,13 @@ _SIMD = (("AVX512F", "AVX-512"), ("AVX2", "AVX2"), ("AVX", "AVX"), ("SSE42", "SS
          ("ASIMD", "NEON"), ("NEON", "NEON"))
 
 
+@functools.cache
 def cpu_name() -> str:
     """The CPU model (and x86 family) and its widest SIMD extension, e.g. "AMD EPYC (family 25), AVX2".
 
     Printed by the bench because the figures depend on it beyond the BLAS kernels: numpy's float32 exp and tanh cost
     ~10x more on an AVX2 CPU than with AVX-512 (tools/PERF.md, sixth session), while the peers bring their own
-    vectorised loops.
+    vectorised loops. Read once per process.
     """
     model, family = "", ""
     with contextlib.suppress(OSError), open("/proc/cpuinfo") as info:
@@ -68,10 +73,6 @@ def cpu_name() -> str:
                 family = value.strip()
             if model and family:
                 break
-    import platform
-
-    import numpy as np
-
     features = getattr(getattr(np, "_core", None), "_multiarray_umath", None)
     found = getattr(features, "__cpu_features__", {}) or {}
     simd = next((name for key, name in _SIMD if found.get(key)), "no SIMD found")
