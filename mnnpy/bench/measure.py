@@ -112,6 +112,39 @@ def report(title: str, stats: list[Stats], missing: list[Missing], diffs: dict[s
     return "\n".join(lines)
 
 
+def _speedups(counts: list[tuple[int, list[Stats]]]) -> list[tuple[str, int, int, float, float]]:
+    """(engine, base count, count, median-based speed-up, paired speed-up) for every engine and count but the first.
+
+    The paired figure is the median over rounds of (time at the base count / time at this count) within a round:
+    both runs of a round are a few milliseconds apart, so a drift of the machine cancels in each ratio.
+    """
+    base_n, base = counts[0]
+    rows = []
+    for n, stats in counts[1:]:
+        for s in stats:
+            ref = next((b for b in base if b.name == s.name), None)
+            if ref is None or not s.times_ms or s.median <= 0:
+                continue
+            paired = float(np.median(np.asarray(ref.times_ms) / np.asarray(s.times_ms)))
+            rows.append((s.name, base_n, n, ref.median / s.median, paired))
+    return rows
+
+
+def scaling(counts: list[tuple[int, list[Stats]]]) -> str:
+    """The thread-scaling table of ``mnnpy bench --threads 1,2``: speed-up of each engine over its first count."""
+    lines = ["thread scaling (same interleaved rounds; speed-up = time at the first count / time at this count):",
+             f"{'engine':<8} {'threads':>9} {'by medians':>11} {'paired':>8}"]
+    for name, base_n, n, by_median, paired in _speedups(counts):
+        lines.append(f"{name:<8} {f'{base_n} -> {n}':>9} {by_median:10.2f}x {paired:7.2f}x")
+    return "\n".join(lines)
+
+
+def scaling_record(counts: list[tuple[int, list[Stats]]]) -> list[dict[str, Any]]:
+    """The scaling rows as JSON-ready dicts."""
+    return [{"engine": name, "from_threads": base_n, "threads": n, "speedup_medians": by_median,
+             "speedup_paired": paired} for name, base_n, n, by_median, paired in _speedups(counts)]
+
+
 def to_record(meta: dict[str, Any], stats: list[Stats], missing: list[Missing], diffs: dict[str, float],
               ops: list[Any]) -> dict[str, Any]:
     """The bench figures as a JSON-ready dict (``mnnpy bench --json``)."""

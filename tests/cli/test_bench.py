@@ -181,3 +181,45 @@ def test_cpu_name_gives_the_model_and_the_simd_numpy_found() -> None:
         assert name.endswith(f", {want}"), name
     assert not name.startswith(",")  # a model name (or the platform's) comes first
     assert ("no SIMD" in name) == (not any(found.get(key) for key, _ in threads._SIMD))
+
+
+def test_thread_counts_interleaved_with_scaling(tiny: Path, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """`--threads 1,2`: one table per count from the same rounds, then each engine's speed-up; JSON per count."""
+    pytest.importorskip("onnxruntime")
+    record_path = tmp_path / "r.json"
+    assert main(["bench", str(tiny), "--threads", "1,2", "--runs", "3", "--warmup", "1", "--compare", "ort",
+                 "--workdir", str(tmp_path), "--json", str(record_path)]) == 0
+    out = capsys.readouterr().out
+    assert "1 thread(s), 3 runs" in out and "2 thread(s), 3 runs" in out and "in the same rounds as" in out
+    scaling = out.split("thread scaling")[1].splitlines()
+    rows = {line.split()[0]: line.split() for line in scaling[2:] if line.strip()}
+    assert set(rows) == {"mnnpy", "ort"}
+    for cells in rows.values():
+        assert cells[1:4] == ["1", "->", "2"] and float(cells[4].rstrip("x")) > 0 and float(cells[5].rstrip("x")) > 0
+    record = json.loads(record_path.read_text())
+    assert record["threads"] == [1, 2] and [r["threads"] for r in record["by_threads"]] == [1, 2]
+    assert {r["engine"] for r in record["scaling"]} == {"mnnpy", "ort"}
+    for by in record["by_threads"]:
+        assert by["engines"]["mnnpy"]["median_ms"] > 0 and by["engines"]["ort"]["max_rel_diff"] < 1e-3
+
+
+def test_paired_speedup_cancels_a_drift() -> None:
+    """Each round's ratio is taken within the round: a machine that slows 2x halfway leaves the paired figure exact,
+    while the medians of the two counts mix slow and fast rounds."""
+    from mnnpy.bench.measure import Stats, scaling_record
+
+    one = [10.0] * 5 + [20.0] * 6
+    two = [5.0] * 5 + [10.0] * 6
+    rows = scaling_record([(1, [Stats("mnnpy", one, 0, 0)]), (2, [Stats("mnnpy", two, 0, 0)])])
+    assert rows == [{"engine": "mnnpy", "from_threads": 1, "threads": 2, "speedup_medians": 2.0,
+                     "speedup_paired": 2.0}]
+    drift = scaling_record([(1, [Stats("x", [10.0, 20.0, 20.0], 0, 0)]), (2, [Stats("x", [5.0, 5.0, 10.0], 0, 0)])])
+    assert drift[0]["speedup_paired"] == 2.0 and drift[0]["speedup_medians"] == 4.0
+
+
+@pytest.mark.parametrize("text", ["0", "1,1", "two", ""])
+def test_bad_thread_counts_are_refused(text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "model.onnx", "--threads", text])
+    assert exc.value.code == 2 and "thread counts" in capsys.readouterr().err
