@@ -90,12 +90,20 @@ class DepthwiseKernel(Conv2DKernel):
                              for c0, _ in cols]
                 self.chain_copies = [(self.xp[b][:, pt:pt + h, (pl + q0) // sw:][:, :, :len(range(q0, w, sw))],
                                       slice(q0, None, sw)) for b in range(sw) if (q0 := (b - pl) % sw) < w]
+                self.phases = self.xp
             else:
                 self.xp = shared_zeros(chain, (n, hp, wp, cp), (pt, pl, h, w)) if chain is not None else \
                     np.zeros((n, hp, wp, cp), dtype=np.float32)
                 self.interior = nhwc_view(self.xp, slice(pt, pt + h), slice(pl, pl + w))  # run's NC4HW4 input
                 self.taps = [self.xp[:, r0:r1:sh, c0:c1:sw] for r0, r1 in rows for c0, c1 in cols]
                 self.chain_copies = [(self.xp[:, pt:pt + h, pl:pl + w], slice(None))]  # run_nhwc's: (where, columns)
+                self.phases = self.xp[None] if chain is not None else None
+            # where a chain's producer may write its GEMM rows itself (``Gemm1x1Kernel.into_padded``): the column
+            # phases [sw, N, Hp, Wq, Cp] (one phase at stride-x 1), the first interior row, and per phase that holds
+            # input columns (phase, its first interior column, the first input column, how many)
+            self.chain_rows = pt
+            self.chain_phases = [(b, (pl + q0) // sw, q0, len(range(q0, w, sw))) for b in range(sw)
+                                 if (q0 := (b - pl) % sw) < w] if chain is not None else []
             # in a chain, tap weights pre-broadcast along ow: each tap's (ow, Cp) axes then coalesce into one long
             # inner loop (a weight row broadcast over ow caps numpy's inner loop at Cp); the unchained NHWC layout
             # has strided taps (stride-x > 1), where that cannot happen
@@ -138,6 +146,10 @@ class DepthwiseKernel(Conv2DKernel):
         [N, OH, OW, Cp], which the consuming 1x1 convolution reads: no NC4HW4 round trip on either side."""
         for dst, columns in self.chain_copies:
             np.copyto(dst, x[:, :, columns])
+        return self.run_filled()
+
+    def run_filled(self) -> np.ndarray:
+        """``run_nhwc`` once the producer has written the zero-bordered input itself (``Gemm1x1Kernel.into_padded``)."""
         self._rows(None, *self.bands[0])
         return self.acc
 

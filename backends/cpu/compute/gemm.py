@@ -16,7 +16,17 @@ from mnnpy.core.memory import static_zeros
 from mnnpy.core.strategy import ConvPlan, strassen_split
 
 from .blas import lane_count, run_lanes
-from .common import COUNTERS, PACK, Conv2DKernel, Conv2DParams, ceil4, copy_pixels, gather_groups, scatter_groups
+from .common import (
+    COUNTERS,
+    PACK,
+    Conv2DKernel,
+    Conv2DParams,
+    ceil4,
+    copy_pixels,
+    gather_groups,
+    pixel_copy,
+    scatter_groups,
+)
 
 
 def gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
@@ -208,6 +218,41 @@ class Gemm1x1Kernel(Conv2DKernel):
         """NC4HW4 ``x`` through the GEMM (bias, activation) into ``self.y`` [N, H, W, OCp], no output copy."""
         copy_pixels(self.x_nhwc, x, (0, 2, 3, 1))
         self._gemm_rows(self.x_gemm, self.y_mat, 0, self.y_mat.shape[0])
+
+    def into_padded(self, x: np.ndarray, phases: np.ndarray, top: int, columns: list[tuple[int, int, int, int]],
+                    stride_x: int) -> partial:
+        """The chain's producer end when its consumer is a depthwise convolution: the GEMM writes the depthwise's
+        zero-bordered input (``phases`` [S, N, Hp, Wq, OCp]: S column phases of stride-x S, one at stride 1) itself,
+        instead of writing ``self.y`` for the depthwise to copy in (MobileNetV2's 112² x 96 stride-2 block: a
+        1.2 ms copy of 4.8 MB into two phases gone).
+
+        The GEMM's input rows are laid out like the padded rows ``top .. top + H`` of each phase: one row per padded
+        column, zeros (the bias column too) where a column is border, so those rows come out exactly 0 and the
+        activation keeps them 0. Each (phase, image) is then one GEMM whose output is a contiguous block of the
+        phase; border columns cost one GEMM row each (2 of 114 at 112²). ``columns``: per phase that holds input
+        columns, (phase, its first interior column, first input column, count): input column q0 + k * S lands in
+        that phase's column d0 + k. Returns the bound run for the NC4HW4 input ``x`` (the same array every run).
+        """
+        n, _, h, _ = self.in_shape
+        cp, k = self.x_mat.shape[1], self.x_gemm.shape[1]
+        wq, ocp = phases.shape[3], phases.shape[4]
+        rows = np.zeros((phases.shape[0], n, h, wq, k), dtype=np.float32)
+        copies, gemms = [], []
+        for b, d0, q0, count in columns:
+            rows[b, :, :, d0:d0 + count, cp] = 1.0
+            dst = np.reshape(rows[b, :, :, d0:d0 + count, :cp], (n, h, count, cp // PACK, PACK), copy=False)
+            copies.append(pixel_copy(dst, x[:, :, :, q0::stride_x], (0, 2, 3, 1)))
+            gemms += [(rows[b, i].reshape(h * wq, k), phases[b, i, top:top + h].reshape(h * wq, ocp))
+                      for i in range(n)]
+        return partial(self._run_padded, copies, gemms)
+
+    def _run_padded(self, copies: list[tuple[np.ndarray, np.ndarray]], gemms: list[tuple[np.ndarray, np.ndarray]]
+                    ) -> None:
+        for dst, src in copies:
+            np.copyto(dst, src)
+        for a, out in gemms:
+            np.matmul(a, self.w_gemm, out=out)
+            self._activate(out)
 
     def run_from_nhwc(self, x: np.ndarray, out: np.ndarray) -> None:
         """The GEMM (bias, activation) on a producer's contiguous NHWC rows ``x`` [N, H, W, Cp], into NC4HW4

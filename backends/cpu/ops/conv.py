@@ -145,8 +145,12 @@ class Convolution(CPUExecution):
         shape = self.kernel.in_shape
         params = conv2d_params(self.params, self.op.type, shape)
         middle = DepthwiseKernel(params, self.kernel.plan, shape, *conv_weights(self.params, params), chain=pool)
-        return [partial(first.run_to_nhwc, producer.x_view), partial(middle.run_nhwc, first.y),
-                partial(second.run_from_nhwc, middle.acc, consumer.y_view)]
+        last = partial(second.run_from_nhwc, middle.acc, consumer.y_view)
+        if isinstance(first, Gemm1x1Kernel):  # the expand GEMM writes the depthwise's padded input itself
+            fill = first.into_padded(producer.x_view, middle.phases, middle.chain_rows, middle.chain_phases,
+                                     params.stride[1])
+            return [fill, middle.run_filled, last]
+        return [partial(first.run_to_nhwc, producer.x_view), partial(middle.run_nhwc, first.y), last]
 
     def info(self) -> dict[str, Any]:
         if self.kernel is None:

@@ -19,10 +19,11 @@ from onnx import numpy_helper as nh  # noqa: E402
 
 
 def _model(tmp_path: Path, c: int, e: int, out: int, hw: int, stride: int, side_op: bool = False,
-           stem: bool = False, batch: int = 1) -> Path:
+           stem: bool = False, batch: int = 1, expand_act: bool = True) -> Path:
     """x [1, C, HW, HW] -> expand 1x1 (E) -> ReLU6 -> depthwise 3x3 / stride -> ReLU6 -> project 1x1 (OUT), plus x
     when the shapes allow (a residual); ``side_op``: a Relu of x placed between the expand and the depthwise;
-    ``stem``: a 3x3 stride-2 convolution (im2col) instead of the expand, on an input of 2 HW."""
+    ``stem``: a 3x3 stride-2 convolution (im2col) instead of the expand, on an input of 2 HW; ``expand_act``
+    False: no ReLU6 after the expand (its bias alone must not leak into the depthwise's zero border)."""
     from mnnpy.converter import convert
 
     rng = np.random.default_rng(c * 100 + e + stride)
@@ -36,7 +37,7 @@ def _model(tmp_path: Path, c: int, e: int, out: int, hw: int, stride: int, side_
              nh.from_array(np.array(0.0, np.float32), "lo"), nh.from_array(np.array(6.0, np.float32), "hi")]
     nodes = [h.make_node("Conv", ["x", "w1", "b1"], ["a"], kernel_shape=[1, 1]) if not stem else
              h.make_node("Conv", ["x", "w1", "b1"], ["a"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
-             h.make_node("Clip", ["a", "lo", "hi"], ["a6"])]
+             h.make_node("Clip", ["a", "lo", "hi"], ["a6"]) if expand_act else h.make_node("Identity", ["a"], ["a6"])]
     if side_op:
         nodes.append(h.make_node("Relu", ["x"], ["side"]))
     nodes += [h.make_node("Conv", ["a6", "w2", "b2"], ["d"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
@@ -93,6 +94,29 @@ def test_inverted_residual_chains_and_matches(tmp_path: Path, c: int, e: int, ou
     scale = max(float(np.abs(want).max()), 1.0)
     assert np.abs(fast - want).max() <= 1e-5 * scale
     np.testing.assert_allclose(fast, plain, rtol=1e-5, atol=1e-5 * scale)
+
+
+@pytest.mark.parametrize(("stride", "hw", "batch"), [(1, 12, 1), (2, 15, 1), (2, 10, 2)])
+def test_expand_writes_the_padded_input_itself(tmp_path: Path, stride: int, hw: int, batch: int) -> None:
+    """The expand GEMM writes the depthwise's zero-bordered input (column phases at stride 2) directly: its border
+    stays exactly zero with an expand that has a bias and no activation, and the result matches onnxruntime."""
+    src = _model(tmp_path, 8, 20, 12, hw, stride, batch=batch, expand_act=False)
+    x = np.random.default_rng(hw + stride).standard_normal((batch, 8, hw, hw)).astype(np.float32)
+    fast, plain, session = _run(src, x)
+    runs = [fn for cmd in session.commands if (fn := session.scheduler.fused.get(id(cmd))) is not None]
+    assert len(runs) == 3, "expand, depthwise, project chained"
+    assert getattr(runs[0], "func", None).__name__ == "_run_padded" and runs[1].__name__ == "run_filled"
+    want = _onnxruntime(src, x)
+    scale = max(float(np.abs(want).max()), 1.0)
+    assert np.abs(fast - want).max() <= 1e-5 * scale
+    np.testing.assert_allclose(fast, plain, rtol=1e-5, atol=1e-5 * scale)
+    dw = runs[1].__self__  # the chain's own depthwise kernel: its padded input, as the expand left it
+    top, phases = dw.chain_rows, dw.phases
+    assert phases.shape[0] == stride
+    border = np.ones(phases.shape[:4], bool)
+    for b, d0, _, count in dw.chain_phases:
+        border[b, :, top:top + hw, d0:d0 + count] = False
+    assert np.any(phases[~border]) and not np.any(phases[border]), "the zero border stays zero"
 
 
 def test_stem_chains_and_matches(tmp_path: Path) -> None:
