@@ -131,3 +131,21 @@ def test_output_tiles_cover_evenly_and_balance_lanes(n: int, rows: int, per_tile
         assert len(tiles) % lanes == 0 or len(tiles) == n * rows
     if (n, rows, per_tile, lanes) == (1, 112, 15, 2):
         assert sizes == [14] * 8
+
+
+def test_winograd_blocks_follow_the_l2_cache(tmp_path) -> None:
+    """Blocks of twice the L2 (read from Linux's cache description), 2 MB where it is unknown, within 0.5-4 MB."""
+    from mnnpy.core.strategy import l2_cache_bytes, winograd_block_bytes
+
+    for index, (level, kind, size) in enumerate([(1, "Data", "32K"), (1, "Instruction", "32K"), (2, "Unified", "512K"),
+                                                 (3, "Unified", "32768K")]):
+        d = tmp_path / f"index{index}"
+        d.mkdir()
+        (d / "level").write_text(f"{level}\n")
+        (d / "type").write_text(f"{kind}\n")
+        (d / "size").write_text(f"{size}\n")
+    assert l2_cache_bytes(str(tmp_path)) == 512 << 10
+    assert l2_cache_bytes(str(tmp_path / "absent")) is None
+    assert winograd_block_bytes(512 << 10) == 1 << 20 and winograd_block_bytes(1 << 20) == 2 << 20
+    assert winograd_block_bytes(None) == 2 << 20
+    assert winograd_block_bytes(64 << 10) == 512 << 10 and winograd_block_bytes(16 << 20) == 4 << 20
