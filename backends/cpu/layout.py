@@ -7,6 +7,9 @@ import numpy as np
 from mnnpy.core.backend import TensorRef
 from mnnpy.core.ir import NC4HW4, PACK
 
+PACK_GROUP_FROM = 8 << 20  # pack_into: tensors above this many bytes go in groups of channel blocks...
+PACK_GROUP_BYTES = 2 << 20  # ...of about this many input bytes
+
 
 def _nc(shape: tuple[int, ...]) -> tuple[int, ...]:
     """Logical shape with rank padded to >= 2 (how NC4HW4 sees rank 0/1 tensors)."""
@@ -22,8 +25,14 @@ def pack_into(x: np.ndarray, out: np.ndarray) -> None:
     full = c // PACK
     if full:
         src = x[:, : full * PACK].reshape(n, full, PACK, *x.shape[2:])
-        for lane in range(PACK):  # one strided copy per lane: ~2x faster than one 4-way interleaving copy
-            np.copyto(out[:, :full, ..., lane], src[:, :, lane])
+        # one strided copy per lane: ~2x faster than one 4-way interleaving copy. A tensor larger than ~L3/4 goes in
+        # groups of channel blocks of ~2 MB each: with the whole tensor per lane, the four lane streams and the
+        # interleaved output thrash the cache (the UNet block's [1, 64, 256, 256] input: 7.9-8.9 -> 4.4-5.2 ms).
+        plane = PACK * x.itemsize * int(np.prod(x.shape[2:], dtype=np.int64))
+        step = full if n * full * plane <= PACK_GROUP_FROM else max(1, PACK_GROUP_BYTES // plane)
+        for b0 in range(0, full, step):
+            for lane in range(PACK):
+                np.copyto(out[:, b0:b0 + step, ..., lane], src[:, b0:b0 + step, lane])
     tail = c - full * PACK
     for lane in range(tail):  # per lane as above ([1, 3, 224, 224]: 0.29 -> 0.07 ms)
         np.copyto(out[:, full, ..., lane], x[:, full * PACK + lane])

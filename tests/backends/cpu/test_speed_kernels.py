@@ -271,10 +271,12 @@ def test_depthwise_column_phases(monkeypatch: pytest.MonkeyPatch, k: tuple[int, 
     assert_close(got, reference_conv(x.astype(np.float64), conv, conv2d_params(conv, 13, x.shape)))
 
 
-@pytest.mark.parametrize("shape", [(1, 3, 224, 224), (2, 13, 5, 6), (2, 1, 7), (3, 8, 2, 2), (4, 6)])
+@pytest.mark.parametrize("shape", [(1, 3, 224, 224), (2, 13, 5, 6), (2, 1, 7), (3, 8, 2, 2), (4, 6),
+                                   (1, 70, 180, 180), (2, 36, 128, 250)])
 def test_pack_into_lanes(shape: tuple[int, ...]) -> None:
     """The Raster NCHW -> NC4HW4 pack copies lane by lane (the channel tail too) and zeroes the padded lanes of a
-    reused buffer; against zero-pad + reshape + transpose in numpy."""
+    reused buffer; tensors above 8 MB (the last two) go in groups of channel blocks; against zero-pad + reshape +
+    transpose in numpy."""
     from mnnpy.backends.cpu.layout import pack_into
 
     x = np.random.default_rng(19).standard_normal(shape).astype(np.float32)
