@@ -14,11 +14,15 @@ Without a mask, that one-block softmax shifts each query's scores by their mean 
 keys (one pass over K, which also takes the scale) and the max reduction and the subtraction over the scores go
 away. The mean is below the max, so the largest term is at least 1 (no underflow); the row sums show the rest: a sum
 >= 2^64 (a score spread over 44 natural units: overflow possible) or NaN redoes the block with the exact max.
-Unmasked one-block scores are in log2 units (scale * log2(e)) for numpy's exp2, ~1.6x faster than its exp here.
+Unmasked one-block scores are in the units of whichever of numpy's exp2 and exp is faster on this machine
+(``fast_exp``, timed once per process): with AVX-512 numpy's float32 exp2 is ~1.6x faster than its exp (scores in
+log2 units: the keys scaled by log2(e) too); with AVX2 only, its exp2 is ~1.65x slower (4.8 vs 2.9 ns/element).
 """
 
 from __future__ import annotations
 
+import functools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -30,6 +34,22 @@ BLOCK_KV = 512
 ONE_PASS_BYTES = 1 << 20  # all query rows in one block when the [H, Skv, Sq] scores fit in this (L2-sized)
 LOG2_E = 1.4426950408889634
 SUM_LIMIT = 2.0 ** 64  # mean-shifted row sums at or above this are redone with the exact max
+
+
+@functools.cache
+def fast_exp() -> tuple[np.ufunc, float]:
+    """(numpy's exp2 or exp, whichever is faster here, and the factor that puts natural-log scores in its units).
+
+    Timed once per process on 16K float32 scores (best of 5 each, ~1 ms): numpy's own SIMD loops differ by host
+    (exp2 ~1.6x faster than exp with AVX-512, ~1.65x slower with AVX2 only). Both overflow at the same score."""
+    x = np.linspace(-20.0, 0.0, 1 << 14, dtype=np.float32)
+    out = np.empty_like(x)
+    best = {}
+    for fn in (np.exp2, np.exp) * 5:
+        t0 = time.perf_counter()
+        fn(x, out=out)
+        best[fn] = min(best.get(fn, np.inf), time.perf_counter() - t0)
+    return (np.exp2, LOG2_E) if best[np.exp2] < best[np.exp] else (np.exp, 1.0)
 
 
 @dataclass
@@ -135,8 +155,9 @@ def run(q: np.ndarray, k: np.ndarray, v: np.ndarray, out: np.ndarray, p: Attenti
     s = scratch
     rep = p.heads // p.kv_heads
     out4 = out.reshape(p.batch, p.seq_q, p.heads, p.value_dim)
-    centred = p.one_block and mask is None and not causal  # mean-shifted scores in log2 units (module docstring)
-    q_scale = np.float32(scale * LOG2_E if centred else scale)
+    centred = p.one_block and mask is None and not causal  # mean-shifted scores in fast_exp's units (docstring)
+    exp, units = fast_exp() if centred else (np.exp, 1.0)
+    q_scale = np.float32(scale * units)
     for b in range(p.batch):
         kb = b if k.shape[0] > 1 else 0
         keys = k[kb].transpose(1, 2, 0)  # [Hkv, D, Skv] and [Hkv, Skv, Dv]: strided views BLAS reads as they are
@@ -150,14 +171,14 @@ def run(q: np.ndarray, k: np.ndarray, v: np.ndarray, out: np.ndarray, p: Attenti
             rows = slice(r0, r1)
             query, acc = s.query[:, :n], s.acc[:, :n]
             if shifted is not None:  # the scale is in the keys: q as it is (a strided view BLAS reads)
-                if _shifted_block(q[b, rows].transpose(1, 0, 2), shifted, values, s, n, out4[b, rows]):
+                if _shifted_block(q[b, rows].transpose(1, 0, 2), shifted, values, s, n, out4[b, rows], exp):
                     continue
                 keys = _heads(k[kb].transpose(1, 2, 0), rep)  # a spread over 2^64: the exact max
             np.multiply(q[b, rows].transpose(1, 0, 2), q_scale, out=query)
             if p.one_block:  # a plain softmax, normalised after the V product
                 _single_block(query, keys, values, s, n, _block_mask(mask, b, rows, slice(0, p.seq_kv)),
                               causal_bias(rows, slice(0, p.seq_kv), p.seq_q, p.seq_kv) if causal else None,
-                              out4[b, rows], exp=np.exp2 if centred else np.exp)
+                              out4[b, rows], exp=exp)
                 continue
             m, lsum, new_m, alpha = s.row_max[:, :n], s.row_sum[:, :n], s.new_max[:, :n], s.alpha[:, :n]
             m.fill(-np.inf)
@@ -207,17 +228,16 @@ def _centre(keys: np.ndarray, s: Scratch, scale: np.float32) -> np.ndarray:
 
 
 def _shifted_block(query: np.ndarray, keys: np.ndarray, values: np.ndarray, s: Scratch, n: int,
-                   out: np.ndarray) -> bool:
-    """One key block, no mask, centred keys (the scores come shifted by their mean, in log2 units): scores
-    [H, n, Skv] = q k'^T, exp2 in place, row sums as a GEMV, P @ V straight into ``out`` [n, H, Dv] (a strided view
+                   out: np.ndarray, exp: np.ufunc) -> bool:
+    """One key block, no mask, centred keys (the scores come shifted by their mean, in ``exp``'s units): scores
+    [H, n, Skv] = q k'^T, ``exp`` in place, row sums as a GEMV, P @ V straight into ``out`` [n, H, Dv] (a strided view
     BLAS writes) and one pass scaling it by 1 / rowsum. With no max to take, the scores keep queries down and keys
     across (the GEMMs ~5% faster than on transposed scores). Returns False, leaving ``out`` alone, when a row sum
     reaches ``SUM_LIMIT`` or is NaN (the caller redoes the block with the exact max)."""
     skv = keys.shape[2]
     scores = s.scores[:, :n, :skv]
     np.matmul(query, keys, out=scores)
-    with np.errstate(over="ignore"):  # a spread over 2^128 overflows to inf, caught below
-        np.exp2(scores, out=scores)
+    _exp_in_place(scores, exp)
     row_sum = s.row_sum[:, :n]
     np.matmul(scores, s.ones.reshape(-1, 1)[:skv], out=row_sum)
     if not np.max(row_sum) < SUM_LIMIT:
@@ -257,9 +277,9 @@ def _single_block(query: np.ndarray, keys: np.ndarray, values: np.ndarray, s: Sc
     out *= col_sum.transpose(2, 0, 1)
 
 
-def _exp2_in_place(scores: np.ndarray) -> None:
+def _exp_in_place(scores: np.ndarray, exp: np.ufunc) -> None:
     with np.errstate(over="ignore"):  # a spread over 2^128 overflows to inf, caught by the row-sum check
-        np.exp2(scores, out=scores)
+        exp(scores, out=scores)
 
 
 def _sums_below_limit(row_sum: np.ndarray) -> bool:
@@ -279,15 +299,16 @@ def bind_shifted(q: np.ndarray, k: np.ndarray, v: np.ndarray, out: np.ndarray, p
     out4 = out.reshape(p.batch, n, p.heads, p.value_dim)
     scores, row_sum = s.scores[:, :n, :skv], s.row_sum[:, :n]
     mean = s.key_mean.reshape(k.shape[2:])
+    exp, units = fast_exp()
     calls: list[Callable[[], object]] = []
     for b in range(p.batch):
         kb = b if k.shape[0] > 1 else 0
         calls += [partial(np.matmul, s.ones[:, :skv], k[kb].reshape(skv, -1), out=s.key_mean),
                   partial(np.multiply, s.key_mean, np.float32(1.0 / skv), out=s.key_mean),
                   partial(np.subtract, k[kb], mean, out=s.keys),
-                  partial(np.multiply, s.keys, np.float32(scale * LOG2_E), out=s.keys),
+                  partial(np.multiply, s.keys, np.float32(scale * units), out=s.keys),
                   partial(np.matmul, q[b].transpose(1, 0, 2), s.keys.transpose(1, 2, 0), out=scores),
-                  partial(_exp2_in_place, scores),
+                  partial(_exp_in_place, scores, exp),
                   partial(np.matmul, scores, s.ones.reshape(-1, 1)[:skv], out=row_sum),
                   partial(_sums_below_limit, row_sum),
                   partial(np.divide, np.float32(1.0), row_sum, out=row_sum),

@@ -180,16 +180,32 @@ def test_gelu_erf_sigmoid_form_matches_float64() -> None:
     assert np.all(out[neg] <= 0.0) and np.all(out[~neg] >= 0.0)
 
 
+_EXP_BASES = {"exp2": (np.exp2, blocked.LOG2_E), "exp": (np.exp, 1.0)}
+
+
+def test_fast_exp_picks_a_base_once() -> None:
+    """The attention's exponential is numpy's exp2 (log2 units) or exp (natural), timed once per process."""
+    choice = blocked.fast_exp()
+    assert choice in (_EXP_BASES["exp2"], _EXP_BASES["exp"])
+    assert blocked.fast_exp() is choice
+    fn, units = choice
+    x = np.linspace(-30.0, 0.0, 301, dtype=np.float32)
+    np.testing.assert_allclose(fn(x * np.float32(units)), np.exp(x.astype(np.float64)), rtol=1e-6, atol=1e-30)
+
+
 @pytest.mark.parametrize(("shape", "kv", "block_q", "spread"), [
-    ((1, 128, 4, 64), (1, 128, 4, 64), None, 2.0),  # BERT-4L's unmasked attention: centred keys, exp2
+    ((1, 128, 4, 64), (1, 128, 4, 64), None, 2.0),  # BERT-4L's unmasked attention: centred keys
     ((2, 9, 4, 8), (1, 11, 2, 8), None, 2.0),  # grouped heads, one key batch for two query batches
     ((1, 40, 2, 16), (1, 40, 2, 16), 16, 2.0),  # several query blocks over one key block (keys centred once)
     ((1, 33, 2, 16), (1, 33, 2, 16), None, 80.0),  # score spread over 44 natural units: redone with the exact max
 ])
+@pytest.mark.parametrize("base", ["exp2", "exp"])
 def test_unmasked_one_block_attention_shifts_by_the_mean(monkeypatch: pytest.MonkeyPatch, shape: tuple, kv: tuple,
-                                                         block_q: int | None, spread: float) -> None:
+                                                         block_q: int | None, spread: float, base: str) -> None:
     """Without a mask the one-block softmax shifts the scores by their mean over the keys (centred keys, so no max
-    and no subtraction) and falls back to the exact max when a column sum shows a spread too large for float32."""
+    and no subtraction) and falls back to the exact max when a column sum shows a spread too large for float32;
+    with scores in log2 units for exp2 or natural ones for exp (``fast_exp`` picks the faster per machine)."""
+    monkeypatch.setattr(blocked, "fast_exp", lambda: _EXP_BASES[base])
     rng = np.random.default_rng(7)
     q = (rng.standard_normal(shape) * spread).astype(np.float32)
     k, v = (rng.standard_normal(kv).astype(np.float32) * (spread if i == 0 else 1) for i in range(2))
@@ -235,9 +251,12 @@ def test_unmasked_one_block_attention_propagates_nan() -> None:
     ((2, 9, 2, 8), (1, 11, 2, 8), 2.0),  # two query batches over one key batch
     ((1, 33, 2, 16), (1, 33, 2, 16), 80.0),  # a row sum over the limit: the bound calls say False
 ])
-def test_bound_shifted_attention_matches_float64(shape: tuple, kv: tuple, spread: float) -> None:
+@pytest.mark.parametrize("base", ["exp2", "exp"])
+def test_bound_shifted_attention_matches_float64(monkeypatch: pytest.MonkeyPatch, shape: tuple, kv: tuple,
+                                                 spread: float, base: str) -> None:
     """`bind_shifted`: the unmasked one-block path as calls bound to fixed arrays (made once, run twice on fresh
-    values written into the same arrays) equals the float64 reference, or reports the fallback."""
+    values written into the same arrays) equals the float64 reference, or reports the fallback; in either base."""
+    monkeypatch.setattr(blocked, "fast_exp", lambda: _EXP_BASES[base])
     rng = np.random.default_rng(9)
     q = np.empty(shape, np.float32)
     k, v = np.empty(kv, np.float32), np.empty(kv, np.float32)
