@@ -20,7 +20,6 @@ out the units whose footprint exceeds it, so a tight budget picks a smaller tile
 from __future__ import annotations
 
 import contextlib
-import itertools
 import math
 import os
 from dataclasses import dataclass, field
@@ -247,23 +246,16 @@ def lane_count(threads: int, flops: float, min_flops: float = LANE_MIN_FLOPS) ->
     return max(1, min(int(threads), int(flops // min_flops)))
 
 
-def output_tiles(n: int, rows: int, row_bytes: int, limit: int, lanes: int = 1) -> list[tuple[int, int, int, int]]:
+def output_tiles(n: int, rows: int, row_bytes: int, limit: int) -> list[tuple[int, int, int, int]]:
     """Split ``n`` images of ``rows`` rows into ``(n0, n1, r0, r1)`` tiles of at most ~``limit`` scratch bytes.
 
-    Whole images (several per tile) when one fits, else bands of rows of one image (at least one row). The bands of
-    an image are as even as the rows allow (sizes differ by at most one row) and, with ``lanes`` > 1, as many as a
-    multiple of ``lanes`` where there are rows for it: lanes that claim equal tiles finish together. (Bands of the
-    largest size and a remainder left ResNet-18's 7x7 stem at 2 lanes with 60 rows on one and 52 on the other.)
+    Whole images (several per tile) when one fits, else bands of rows of one image (at least one row).
     """
     per_tile = max(1, limit // max(row_bytes, 1))
     if per_tile >= rows:
         images = max(1, per_tile // rows)
         return [(i, min(i + images, n), 0, rows) for i in range(0, n, images)]
-    count = -(-rows // per_tile)
-    if lanes > 1 and n % lanes:
-        count = min(rows, -(-count // lanes) * lanes)
-    edges = [rows * k // count for k in range(count + 1)]
-    return [(i, i + 1, r0, r1) for i in range(n) for r0, r1 in itertools.pairwise(edges)]
+    return [(i, i + 1, r, min(r + per_tile, rows)) for i in range(n) for r in range(0, rows, per_tile)]
 
 
 def winograd_layout(n: int, tiles_hw: tuple[int, int], alpha: int, cp: int, ocp: int, weight_elems: int,
@@ -277,11 +269,11 @@ def winograd_layout(n: int, tiles_hw: tuple[int, int], alpha: int, cp: int, ocp:
     """
     th, tw = tiles_hw
     row_bytes = alpha * alpha * tw * max(cp, ocp) * 4
-    blocks = output_tiles(n, th, row_bytes, block_bytes, lanes)
+    blocks = output_tiles(n, th, row_bytes, block_bytes)
     if lanes > 1 and len(blocks) == 1 and weight_elems > n * th * tw * (cp + ocp):
         return blocks, 1, True
     if len(blocks) < lanes:
-        blocks = output_tiles(n, th, row_bytes, max(1, n * th * row_bytes // lanes), lanes)
+        blocks = output_tiles(n, th, row_bytes, max(1, n * th * row_bytes // lanes))
     return blocks, min(lanes, len(blocks)), False
 
 

@@ -10,7 +10,6 @@ from mnnpy.core.strategy import (
     gemm_cost,
     im2col_cost,
     numpy_strassen_depth,
-    output_tiles,
     plan_conv2d,
     strassen_depth,
     strassen_should_recurse,
@@ -115,22 +114,6 @@ def test_time_model_counts_short_gemms_and_passes() -> None:
         assert plan.costs[f"winograd:{u}:time"] > 1.5 * gemm
         assert plan.costs[f"winograd:{u}:time"] == winograd_time(64, 64, (1, 64, 56, 56), (56, 56), 3, u)
     assert plan.costs["direct"] == im2col_cost(params(3), (1, 64, 56, 56), (56, 56))
-
-
-@pytest.mark.parametrize("n, rows, per_tile, lanes", [(1, 112, 15, 2), (1, 28, 16, 2), (1, 112, 15, 1), (2, 9, 4, 2),
-                                                      (1, 3, 1, 4), (3, 10, 3, 2), (1, 7, 7, 2)])
-def test_output_tiles_cover_evenly_and_balance_lanes(n: int, rows: int, per_tile: int, lanes: int) -> None:
-    """Bands cover every row of every image once, stay within the byte limit, differ by at most one row, and come
-    in a multiple of ``lanes`` where the rows allow (ResNet-18's stem: 8 x 14 rows, not 7 x 15 + 7)."""
-    tiles = output_tiles(n, rows, 100, per_tile * 100, lanes)
-    seen = sorted((i, r) for n0, n1, r0, r1 in tiles for i in range(n0, n1) for r in range(r0, r1))
-    assert seen == [(i, r) for i in range(n) for r in range(rows)]
-    sizes = [r1 - r0 for _, _, r0, r1 in tiles]
-    assert max(sizes) <= max(per_tile, 1) and max(sizes) - min(sizes) <= 1
-    if per_tile < rows and n % lanes:
-        assert len(tiles) % lanes == 0 or len(tiles) == n * rows
-    if (n, rows, per_tile, lanes) == (1, 112, 15, 2):
-        assert sizes == [14] * 8
 
 
 def test_winograd_blocks_follow_the_l2_cache(tmp_path) -> None:
