@@ -48,9 +48,9 @@ def l2_cache_bytes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> int | No
     """The per-core level-2 cache (data or unified) of CPU 0 as Linux reports it; None where it does not."""
     with contextlib.suppress(OSError, ValueError):
         for entry in sorted(os.listdir(root)):
-            path = os.path.join(root, entry)
             if not entry.startswith("index"):
                 continue
+            path = os.path.join(root, entry)
             with open(os.path.join(path, "level")) as f:
                 level = int(f.read())
             with open(os.path.join(path, "type")) as f:
@@ -66,9 +66,9 @@ def l2_cache_bytes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> int | No
 def winograd_block_bytes(l2: int | None) -> int:
     """Target scratch of one Winograd block of tiles: twice the core's L2 (its V, M and the block's input and
     output then move between L2 and L3 in a few large streams), 2 MB where the L2 is not known, within 0.5-4 MB.
-    Interleaved A/B at 1 thread: on an AVX-512 host with 1 MB of L2, 2 MB was the measured best; on an AVX2 host
-    with 512 KB, 1 MB blocks ran the UNet block 0.90-0.94x and ResNet-18 0.93-0.97x the time of 2 MB blocks (2
-    threads: the same), and 0.5 MB blocks 0.95x (UNet)."""
+    The 2 MB constant was tuned on the AVX-512 host (a Zen 5 EPYC: 1 MB of L2 per core by AMD's specification, not
+    read off that machine). On an AVX2 host with 512 KB, 1 MB blocks ran the UNet block 0.963-0.965x and ResNet-18
+    0.965-0.974x the time of 2 MB blocks at 1 thread (ABBA session order, tools/PERF.md, seventh session)."""
     return min(max(2 * l2, 512 << 10), 4 << 20) if l2 else 2 << 20
 
 

@@ -40,6 +40,13 @@ from .common import (
 PHASE_MIN_OW = 28
 
 
+def phase_columns(sw: int, pl: int, w: int) -> list[tuple[int, int, int, int]]:
+    """Input columns of a zero-bordered row of ``pl`` + ``w`` columns kept as ``sw`` column phases (padded column p
+    in phase p % sw at p // sw): per phase that holds any, (phase, its first interior column, first input column,
+    count); input column q0 + k * sw is that phase's column d0 + k."""
+    return [(b, (pl + q0) // sw, q0, len(range(q0, w, sw))) for b in range(sw) if (q0 := (b - pl) % sw) < w]
+
+
 class DepthwiseKernel(Conv2DKernel):
     """Depthwise (group == in == out channels) convolution; see the module docstring."""
 
@@ -66,13 +73,9 @@ class DepthwiseKernel(Conv2DKernel):
         self.nc4 = (sw == 1 or ow >= PHASE_MIN_OW) and chain is None
         if self.nc4:
             self.xp = np.zeros((sw, n, c4, hp, -(-wp // sw), PACK), dtype=np.float32)  # padded column p: [p % sw]
-            self.copies = []  # (phase region, input columns) pairs: input column q is padded column pl + q
-            for b in range(sw):
-                q0 = (b - pl) % sw
-                if q0 < w:
-                    d0 = (pl + q0) // sw
-                    self.copies.append((self.xp[b, :, :, pt : pt + h, d0 : d0 + len(range(q0, w, sw))],
-                                        slice(q0, None, sw)))
+            # (phase region, input columns) pairs
+            self.copies = [(self.xp[b, :, :, pt:pt + h, d0:d0 + count], slice(q0, None, sw))
+                           for b, d0, q0, count in phase_columns(sw, pl, w)]
             self.taps = [self.xp[c0 % sw][:, :, r0:r1:sh, c0 // sw : c0 // sw + ow] for r0, r1 in rows
                          for c0, _ in cols]
             expanded = np.broadcast_to(packed.reshape(kh * kw, 1, c4, 1, 1, PACK), (kh * kw, 1, c4, 1, ow, PACK))
@@ -88,22 +91,20 @@ class DepthwiseKernel(Conv2DKernel):
                 self.xp = shared_zeros(chain, (sw, n, hp, -(-wp // sw), cp), (pt, pl, h, w))
                 self.taps = [self.xp[c0 % sw][:, r0:r1:sh, c0 // sw: c0 // sw + ow] for r0, r1 in rows
                              for c0, _ in cols]
-                self.chain_copies = [(self.xp[b][:, pt:pt + h, (pl + q0) // sw:][:, :, :len(range(q0, w, sw))],
-                                      slice(q0, None, sw)) for b in range(sw) if (q0 := (b - pl) % sw) < w]
-                self.phases = self.xp
             else:
                 self.xp = shared_zeros(chain, (n, hp, wp, cp), (pt, pl, h, w)) if chain is not None else \
                     np.zeros((n, hp, wp, cp), dtype=np.float32)
                 self.interior = nhwc_view(self.xp, slice(pt, pt + h), slice(pl, pl + w))  # run's NC4HW4 input
                 self.taps = [self.xp[:, r0:r1:sh, c0:c1:sw] for r0, r1 in rows for c0, c1 in cols]
-                self.chain_copies = [(self.xp[:, pt:pt + h, pl:pl + w], slice(None))]  # run_nhwc's: (where, columns)
-                self.phases = self.xp[None] if chain is not None else None
-            # where a chain's producer may write its GEMM rows itself (``Gemm1x1Kernel.into_padded``): the column
-            # phases [sw, N, Hp, Wq, Cp] (one phase at stride-x 1), the first interior row, and per phase that holds
-            # input columns (phase, its first interior column, the first input column, how many)
+            # a chain's padded input as column phases [sw, N, Hp, Wq, Cp] (one phase at stride-x 1), its first
+            # interior row and, per phase that holds input columns, (phase, first interior column, first input
+            # column, count): where run_nhwc copies x's columns, or the producer writes its GEMM rows itself
+            # (``Gemm1x1Kernel.into_padded``)
+            self.phases = None if chain is None else self.xp if sw > 1 else self.xp[None]
             self.chain_rows = pt
-            self.chain_phases = [(b, (pl + q0) // sw, q0, len(range(q0, w, sw))) for b in range(sw)
-                                 if (q0 := (b - pl) % sw) < w] if chain is not None else []
+            self.chain_phases = phase_columns(sw, pl, w) if chain is not None else []
+            self.chain_copies = [(self.phases[b][:, pt:pt + h, d0:d0 + count], slice(q0, None, sw))
+                                 for b, d0, q0, count in self.chain_phases]
             # in a chain, tap weights pre-broadcast along ow: each tap's (ow, Cp) axes then coalesce into one long
             # inner loop (a weight row broadcast over ow caps numpy's inner loop at Cp); the unchained NHWC layout
             # has strided taps (stride-x > 1), where that cannot happen
