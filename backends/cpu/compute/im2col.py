@@ -36,6 +36,7 @@ from .common import (
     copy_pixels,
     input_rows,
     nhwc_view,
+    runs,
     scratch_buffer,
     shared_zeros,
 )
@@ -102,11 +103,14 @@ class Im2ColKernel(Conv2DKernel):
                 y_rows = self.y[n0:n1, r0:r1].reshape(m, ocp)
                 y_tile = self.y[n0:n1, r0:r1]
                 tile = (n0, n1, r0, r1, y_tile, y_tile.reshape(n1 - n0, r1 - r0, ow, ocp // PACK, PACK))
+                gather = runs(dst, src)
+                if not steps:
+                    first = (dst, src)
                 if grouped is None:
-                    steps.append((dst, src, mat[0], y_rows, None, tile))
+                    steps.append((gather, mat[0], y_rows, None, tile))
                 else:
                     scatter = y_rows[:, :oc].reshape(m, g, ocg).transpose(1, 0, 2)
-                    steps.append((dst, src, mat, grouped[:, :m], scatter, tile))
+                    steps.append((gather, mat, grouped[:, :m], scatter, tile))
             self.lanes.append(steps)
         self.steps = self.lanes[0]
         # with lanes, each tile's lane copies the input rows the tile reads (the input copy runs in parallel too)
@@ -123,8 +127,9 @@ class Im2ColKernel(Conv2DKernel):
         # of the weights into a partial product; the partials are summed after (a [pixels, OCp] add).
         self.tap_lanes = None
         if self.bands is not None and not self.fold_bias and kh * kw > 1:
-            dst, src, cols_mat, y_rows = self.steps[0][:4]
-            self.tap_lanes = [([(dst[..., ky, a:b, :], src[..., ky, a:b, :]) for ky, a, b in pieces],
+            dst, src = first
+            cols_mat, y_rows = self.steps[0][1:3]
+            self.tap_lanes = [([runs(dst[..., ky, a:b, :], src[..., ky, a:b, :]) for ky, a, b in pieces],
                                cols_mat[:, t0 * kc: t1 * kc], self.weight[t0 * kc: t1 * kc],
                                y_rows if i == 0 else
                               scratch_buffer(pool, i, "product", y_rows.size).reshape(y_rows.shape))
@@ -137,7 +142,7 @@ class Im2ColKernel(Conv2DKernel):
             self._copy_input(x)
         if self.tap_lanes is not None:
             run_lanes([partial(self._run_taps, *lane) for lane in self.tap_lanes], self.plan.threads, self.shared)
-            _, _, _, y_rows, _, (n0, n1, r0, r1, y_tile, y_pixels) = self.steps[0]
+            _, _, y_rows, _, (n0, n1, r0, r1, y_tile, y_pixels) = self.steps[0]
             for lane in self.tap_lanes[1:]:
                 np.add(y_rows, lane[3], out=y_rows)
             self._add_bias(y_tile)
@@ -145,7 +150,7 @@ class Im2ColKernel(Conv2DKernel):
             copy_pixels(out[n0:n1, :, r0:r1], y_pixels, (0, 3, 1, 2))
             return
         if self.bands is not None:
-            np.copyto(self.steps[0][0], self.steps[0][1])
+            np.copyto(*self.steps[0][0])
             run_lanes([partial(self._run_band, c0, c1, out) for c0, c1 in self.bands], self.plan.threads,
                       self.shared and not self.fold_bias)
             return
@@ -180,8 +185,8 @@ class Im2ColKernel(Conv2DKernel):
         while (k := claim()) < len(steps):
             if x is not None:
                 copy_input_rows(self.interior, x, self.in_rows[k], self.fold_bias)
-            cols, windows, cols_mat, y_rows, scatter, (n0, n1, r0, r1, y_tile, y_pixels) = steps[k]
-            np.copyto(cols, windows)
+            gather, cols_mat, y_rows, scatter, (n0, n1, r0, r1, y_tile, y_pixels) = steps[k]
+            np.copyto(*gather)
             np.matmul(cols_mat, self.weight, out=y_rows)
             if scatter is not None:
                 np.copyto(scatter, y_rows)
@@ -201,7 +206,7 @@ class Im2ColKernel(Conv2DKernel):
 
     def _run_band(self, c0: int, c1: int, out: np.ndarray) -> None:
         """GEMM and epilogue of output channels [c0, c1) (multiples of 4) of the single tile, gathered already."""
-        _, _, cols_mat, y_rows, _, (_, _, _, _, y_tile, y_pixels) = self.steps[0]
+        _, cols_mat, y_rows, _, (_, _, _, _, y_tile, y_pixels) = self.steps[0]
         np.matmul(cols_mat, self.weight[:, c0:c1], out=y_rows[:, c0:c1])
         band = y_tile[..., c0:c1]
         if not self.fold_bias:

@@ -3,14 +3,16 @@
 Per block of tile rows (sized so its scratch stays near ``WINOGRAD_BLOCK_BYTES``, i.e. in cache; ungrouped kernels of
 one session share their scratch, lane by lane, so consecutive layers reuse warm buffers):
 
-1. gather the block's alpha x alpha input tiles from a zero-bordered NHWC copy of the input (one strided copy)
-   into ``D[alpha, alpha, T, Cp]``;
+1. gather the block's alpha x alpha input tiles from a zero-bordered NHWC copy of the input (one strided copy, each
+   pixel's Cp channels moved as one element) into ``D[alpha, alpha, T, Cp]``;
 2. ``V = Bᵀ D B`` as two matmuls with the small transform matrix on the left;
 3. ``M = V @ U``, one GEMM batched over the alpha^2 positions (and groups);
 4. ``Y = Aᵀ M A`` as two matmuls, bias and activation on ``Y``;
 5. copies of whole NC4HW4 pixels straight into the output: one when the tiles cover it exactly, else up to four
    (full tiles, and the clipped last tile row / column where the tiles overhang the edge).
 
+The input goes into the zero-bordered copy all at once before the blocks, or, above ``ROW_COPY_FROM`` bytes and
+always with lanes, block by block (each block's input rows just before its gather, which then reads them from L2).
 All buffers and per-block views are built at make time; ``run`` is a loop over a few blocks of numpy calls. With
 ``numThread`` > 1 that many lanes (each with its own scratch) claim the blocks one by one, concurrently. A single
 weight-heavy block (deep layers, few pixels) is split either by alpha² positions (the lanes share the GEMMs, the
@@ -43,18 +45,23 @@ from .common import (
     input_rows,
     nhwc_view,
     pixel_copy,
+    runs,
     scratch_buffer,
     shared_zeros,
 )
 from .winograd import default_interp, transform_weights, winograd_matrices
 
 BLOCK_BYTES = WINOGRAD_BLOCK_BYTES
+# A padded input above this many bytes is copied block by block (each block's rows just before its tiles are
+# gathered: they are then read from L2, not L3/DRAM) at one lane too; lanes always do. The UNet block's 17 MB input:
+# 0.936x the run time (in-process A/B); ResNet-18's inputs (<= 0.9 MB) stay in cache either way: neutral.
+ROW_COPY_FROM = 4 << 20
 _ORDER = (2, 5, 3, 0, 4, 1)  # [u, u, n, th, tw, oc4] -> [n, oc4, th, u, tw, u]
 
 
 class _Block(NamedTuple):
-    windows: np.ndarray  # source tiles (view of the padded input)
     d: np.ndarray
+    gather: tuple[np.ndarray, np.ndarray]  # (D, its source tiles in the padded input), each pixel one element (runs)
     d_mat: np.ndarray
     e: np.ndarray
     e_3d: np.ndarray
@@ -186,15 +193,17 @@ class WinogradKernel(Conv2DKernel):
         # The first pass of each transform contracts the leading axis of [alpha, alpha, T*C]: as one GEMM of N =
         # alpha*T*C columns OpenBLAS takes 2-6x longer than as alpha GEMMs of T*C columns (M = 6 or 8 rows), so
         # both sides are batched over the second axis (transposed views, no copies).
-        return _Block(windows[:, :, n0:n1, r0:r1], d, _by_columns(d, a), _by_columns(e, a), e.reshape(a, a, -1), v,
-                      v_groups, m_groups, m_scatter, _by_columns(m.reshape(a, -1), a), m_bias, _by_columns(f, a),
-                      f.reshape(u, a, -1), y, y.reshape(u, u, t, ocp), tiles, (n0, n1, r0 * u, row_end),
-                      input_rows((n0, n1), (r0 * u, r1 * u + k - 1), pt, h), oc4, weight, bias_tile)
+        return _Block(d, runs(d, windows[:, :, n0:n1, r0:r1]), _by_columns(d, a), _by_columns(e, a),
+                      e.reshape(a, a, -1), v, v_groups, m_groups, m_scatter, _by_columns(m.reshape(a, -1), a),
+                      m_bias, _by_columns(f, a), f.reshape(u, a, -1), y, y.reshape(u, u, t, ocp), tiles,
+                      (n0, n1, r0 * u, row_end), input_rows((n0, n1), (r0 * u, r1 * u + k - 1), pt, h), oc4, weight,
+                      bias_tile)
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out`` (blocks, or the GEMM positions, spread over lanes)."""
         # each lane copies the input rows of its blocks (channel bands share them: copied once, first)
-        split = self.positions is None and len(self.lanes) > 1 and not self.by_channels
+        split = self.positions is None and not self.by_channels and \
+            (len(self.lanes) > 1 or self.xp.nbytes > ROW_COPY_FROM)
         if not split:
             copy_pixels(self.interior, x, (0, 2, 3, 1))
         stores = self._stores_for(out)
@@ -236,7 +245,7 @@ class WinogradKernel(Conv2DKernel):
         return stores
 
     def _transform_in(self, b: _Block) -> None:
-        np.copyto(b.d, b.windows)
+        np.copyto(*b.gather)
         np.matmul(self.bt, b.d_mat, out=b.e)
         np.matmul(self.bt, b.e_3d, out=b.v)
 

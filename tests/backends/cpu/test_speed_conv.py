@@ -73,6 +73,39 @@ def test_winograd_column_band_transforms(monkeypatch: pytest.MonkeyPatch, unit: 
     assert kernel.plan.unit == unit
 
 
+@pytest.mark.parametrize(("unit", "x_shape", "pads"), [(6, (2, 8, 26, 19), (1, 1, 1, 1)),
+                                                      (4, (1, 12, 15, 22), (2, 0, 1, 2)),
+                                                      (2, (1, 5, 9, 11), (0, 1, 2, 1))])
+def test_winograd_row_copies_at_one_lane(monkeypatch: pytest.MonkeyPatch, unit: int, x_shape: tuple[int, ...],
+                                         pads: tuple[int, ...]) -> None:
+    """Above ``ROW_COPY_FROM`` the single lane copies each block's input rows just before the block (halo rows of
+    neighbouring blocks twice); small blocks, batch 2 and uneven pads put block edges everywhere."""
+    monkeypatch.setattr(winograd_conv, "ROW_COPY_FROM", 0)
+    monkeypatch.setattr(winograd_conv, "BLOCK_BYTES", 1)
+    conv = make_conv(x_shape[1], 7, (3, 3), pads=pads, relu=True, seed=unit)
+    kernel = _check(conv, x_shape, f"winograd:{unit}")
+    assert kernel.plan.unit == unit and len(kernel.blocks) > 2
+
+
+def test_runs_merges_trailing_contiguous_axes() -> None:
+    """``runs`` views the trailing axes contiguous in both arrays as one element; the copy is the plain one."""
+    from mnnpy.backends.cpu.compute.common import runs
+    from numpy.lib.stride_tricks import as_strided
+
+    rng = np.random.default_rng(3)
+    src_base = rng.standard_normal((7, 9, 6)).astype(np.float32)
+    src = as_strided(src_base, shape=(3, 4, 2, 6), strides=(48, 2 * 216, 24, 4), writeable=False)  # overlapping
+    dst = np.zeros((3, 4, 2, 6), np.float32)
+    pair = runs(dst, src)
+    assert pair[0].dtype == np.dtype("V48") and pair[0].shape == (3, 4) and np.shares_memory(pair[0], dst)
+    np.copyto(*pair)
+    np.testing.assert_array_equal(dst, src)
+    column = np.zeros((5, 8), np.float32)[:, ::2]  # nothing contiguous: the arrays as they are
+    assert runs(column, column)[0] is column
+    half = np.zeros((4, 8), np.float32)[:, :4]  # contiguous last axis only
+    assert runs(half, np.ones((4, 4), np.float32))[0].dtype == np.dtype("V16")
+
+
 @pytest.mark.parametrize(("ic", "oc", "k", "stride", "hw", "relu6"),
                          [(256, 512, 1, 2, 14, False), (256, 260, 1, 1, 7, True), (7, 300, 3, 2, 9, False)])
 def test_im2col_lanes_split_output_channels_when_weight_heavy(monkeypatch: pytest.MonkeyPatch, ic: int, oc: int,
@@ -116,11 +149,11 @@ def test_conv_kernels_share_session_scratch() -> None:
         assert np.shares_memory(block.y, pool[(0, "m")])
     assert not any(np.shares_memory(kernels[2].blocks[0].m_groups, buf) for buf in pool.values())
     for kernel in kernels[3:5]:
-        assert np.shares_memory(kernel.y, pool[(0, "y")]) and np.shares_memory(kernel.steps[0][0], pool[(0, "cols")])
+        assert np.shares_memory(kernel.y, pool[(0, "y")]) and np.shares_memory(kernel.steps[0][0][0], pool[(0, "cols")])
     folded, grouped = kernels[5:7]  # folded-bias columns (their 1s) and grouped Y (zero padded channels) stay private
     assert np.shares_memory(folded.y, pool[(0, "y")])
-    assert not any(np.shares_memory(folded.steps[0][2], buf) for buf in pool.values())
-    assert not any(np.shares_memory(grouped.steps[0][2], buf) or np.shares_memory(grouped.y, buf)
+    assert not any(np.shares_memory(folded.steps[0][1], buf) for buf in pool.values())
+    assert not any(np.shares_memory(grouped.steps[0][1], buf) or np.shares_memory(grouped.y, buf)
                    for buf in pool.values())
     rng = np.random.default_rng(5)
     xs = [rng.standard_normal(shape).astype(np.float32) for _, shape, _ in cases]
