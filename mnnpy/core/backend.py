@@ -97,6 +97,14 @@ class Execution(ABC):
         del producer, consumer
         return None
 
+    def fuse_after(self, producer: Execution) -> list[Callable[[], None]] | None:
+        """Runs for two consecutive commands (``producer`` -> this, the link the only use of its tensor) that
+        together compute this command's output faster than one by one, leaving the link unwritten (the producer
+        writes straight into where this command reads its input from). Offered like ``fuse_between``, for the pairs
+        no chain of three took; a callback-free run calls them in place of the two ``on_execute``. None: no runs."""
+        del producer
+        return None
+
     @abstractmethod
     def on_execute(self) -> None:
         """Compute the outputs into their bound arrays. Must not allocate arena memory or plan."""

@@ -5,6 +5,8 @@ counts over command order, then `on_resize` every execution.
 
 from __future__ import annotations
 
+import itertools
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -241,7 +243,8 @@ class Scheduler:
             b.on_resize_done()
 
     def _fuse(self, pinned: set[int], alias: dict[int, int]) -> dict[int, Callable[[], None]]:
-        """Callback-free runs for chains producer -> command -> consumer (`Execution.fuse_between`), keyed by
+        """Callback-free runs for chains producer -> command -> consumer (`Execution.fuse_between`), then for pairs
+        producer -> command (`Execution.fuse_after`) among the commands left, keyed by
         ``id(command)``: three consecutive commands (nothing runs between them, so a chain may keep its links in
         scratch shared with other kernels), each link's memory (a tensor and the aliased copies sharing its bytes)
         with one writer and one reader in the run list and neither a constant nor pinned (graph input/output,
@@ -273,6 +276,19 @@ class Scheduler:
             calls = cmd.execution.fuse_between(producer.execution, consumer.execution)
             if calls is not None:
                 runs.update(zip((id(c) for c in chain), calls, strict=True))
+        writers = Counter(alias.get(o, o) for cmd in self.commands for o in cmd.outputs)
+        for producer, cmd in itertools.pairwise(self.commands):  # pairs (`Execution.fuse_after`)
+            if len(producer.outputs) != 1 or id(producer) in runs or id(cmd) in runs:
+                continue
+            link = alias.get(producer.outputs[0], producer.outputs[0])
+            after = readers.get(link, [])
+            if link in pinned or self.ref(link).const or writers[link] != 1 or len(after) != 1 or after[0] is not cmd \
+                    or [alias.get(i, i) for i in cmd.inputs].count(link) != 1 or producer.execution is None \
+                    or cmd.execution is None or producer.execution.backend is not cmd.execution.backend:
+                continue
+            calls = cmd.execution.fuse_after(producer.execution)
+            if calls is not None:
+                runs.update(zip((id(producer), id(cmd)), calls, strict=True))
         return runs
 
 

@@ -168,13 +168,14 @@ def _pool_empty(pool: dict, shape: tuple[int, ...]) -> np.ndarray:
     return memory.shared_empty(shape) if pool.get("shared") else np.zeros(shape, dtype=np.float32)
 
 
-def shared_zeros(pool: dict | None, shape: tuple[int, ...], region: tuple[int, ...]) -> np.ndarray:
-    """A zero float32 array of ``shape``, shared through ``pool`` by the kernels that ask for the same shape and
+def shared_zeros(pool: dict | None, shape: tuple[int, ...], region: tuple[int, ...], tag: str = "zeros"
+                 ) -> np.ndarray:
+    """A zero float32 array of ``shape``, shared through ``pool`` by the kernels that ask for the same shape,
     ``region`` (a padded input buffer and the interior it receives: each run writes exactly that region, so the
-    zero border stays zero for all of them)."""
+    zero border stays zero for all of them) and ``tag`` (another tag: another buffer)."""
     if pool is None:
         return np.zeros(shape, dtype=np.float32)
-    key = ("zeros", tuple(shape), tuple(region))
+    key = (tag, tuple(shape), tuple(region))
     if key not in pool:
         pool[key] = _pool_empty(pool, tuple(shape))
     return pool[key]

@@ -107,9 +107,7 @@ class WinogradKernel(Conv2DKernel):
         self.xp = shared_zeros(scratch, (n, max(pt + h, th * u + k - 1), max(pl + w, tw * u + k - 1), cp),
                                (pt, pl, h, w))
         self.interior = nhwc_view(self.xp, slice(pt, pt + h), slice(pl, pl + w))
-        s_n, s_h, s_w, s_c = self.xp.strides
-        windows = as_strided(self.xp, shape=(a, a, n, th, tw, cp), strides=(s_h, s_w, s_n, u * s_h, u * s_w, s_c),
-                             writeable=False)
+        windows = self._windows()
         mat_a, mat_b, _ = winograd_matrices(u, k, default_interp(a))
         self.bt = np.ascontiguousarray(mat_b.T, dtype=np.float32)
         self.at = np.ascontiguousarray(mat_a.T, dtype=np.float32)
@@ -161,7 +159,7 @@ class WinogradKernel(Conv2DKernel):
                                            self.bias_position, (b0, b1), self.weights[i], band_bias[i])
                                for blk, i in items for b0, b1 in [bands[i]]])
         self.blocks = self.lanes[0]
-        self._stores: tuple[tuple, list[list[list[tuple[np.ndarray, np.ndarray]]]]] | None = None  # see _stores_for
+        self._stores: dict[tuple, list[list[list[tuple[np.ndarray, np.ndarray]]]]] = {}  # see _stores_for
         COUNTERS["weight_transforms"] += 1
 
     @staticmethod
@@ -199,12 +197,40 @@ class WinogradKernel(Conv2DKernel):
                       (n0, n1, r0 * u, row_end), input_rows((n0, n1), (r0 * u, r1 * u + k - 1), pt, h), oc4, weight,
                       bias_tile)
 
-    def run(self, x: np.ndarray, out: np.ndarray) -> None:
-        """Convolve NC4HW4 ``x`` into NC4HW4 ``out`` (blocks, or the GEMM positions, spread over lanes)."""
+    def _windows(self) -> np.ndarray:
+        """The alpha x alpha input tiles [alpha, alpha, N, TH, TW, Cp] as a view of the padded input."""
+        a, u, (n, th, tw) = self.alpha, self.unit, self.tiles
+        s_n, s_h, s_w, s_c = self.xp.strides
+        return as_strided(self.xp, shape=(a, a, n, th, tw, self.xp.shape[3]),
+                          strides=(s_h, s_w, s_n, u * s_h, u * s_w, s_c), writeable=False)
+
+    @property
+    def chains(self) -> bool:
+        """Whether this kernel can be either end of a Winograd -> Winograd chain (ungrouped: no private M/Y)."""
+        return self.params.group == 1
+
+    def chain_input(self, pool: dict | None) -> np.ndarray:
+        """Move the zero-bordered input to the pool's buffer for chain ends of this geometry (never the one plain
+        kernels share: the producer may be reading that very buffer while it writes this one) and return its
+        interior [N, H, W, Cp], which the producing kernel's ``run`` fills in place of the NC4HW4 tensor."""
+        h, w = self.in_shape[2:]
+        pt, pl = self.params.pads[0], self.params.pads[1]
+        self.xp = shared_zeros(pool, self.xp.shape, (pt, pl, h, w), tag="chain")
+        self.interior = nhwc_view(self.xp, slice(pt, pt + h), slice(pl, pl + w))
+        windows = self._windows()
+        self.lanes = [[b._replace(gather=runs(b.d, windows[:, :, b.rows[0]:b.rows[1], r0:r0 + b.d.shape[3]]))
+                       for b in lane for r0 in [b.rows[2] // self.unit]] for lane in self.lanes]
+        self.blocks = self.lanes[0]
+        return self.xp[:, pt:pt + h, pl:pl + w]
+
+    def run(self, x: np.ndarray | None, out: np.ndarray) -> None:
+        """Convolve NC4HW4 ``x`` into ``out`` (blocks, or the GEMM positions, spread over lanes): NC4HW4, or an
+        NHWC [N, OH, OW, OCp] view (a chained consumer's ``chain_input``). ``x`` None: the zero-bordered input holds
+        it already (a chained producer wrote it)."""
         # each lane copies the input rows of its blocks (channel bands share them: copied once, first)
-        split = self.positions is None and not self.by_channels and \
+        split = x is not None and self.positions is None and not self.by_channels and \
             (len(self.lanes) > 1 or self.xp.nbytes > ROW_COPY_FROM)
-        if not split:
+        if not split and x is not None:
             copy_pixels(self.interior, x, (0, 2, 3, 1))
         stores = self._stores_for(out)
         if self.positions is None:
@@ -223,25 +249,36 @@ class WinogradKernel(Conv2DKernel):
         run into this output array and kept (a run then makes no views: less Python per block, so the lanes hold
         the GIL less)."""
         key = (out.__array_interface__["data"][0], out.shape, out.strides)
-        if self._stores is None or self._stores[0] != key:
-            self._stores = (key, [[self._block_stores(b, out) for b in lane] for lane in self.lanes])
-        return self._stores[1]
+        if key not in self._stores:  # a chain's producer also runs plainly (callbacks): a few keys at most
+            self._stores[key] = [[self._block_stores(b, out) for b in lane] for lane in self.lanes]
+        return self._stores[key]
 
     def _block_stores(self, b: _Block, out: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         """Whole tiles straight into the output: one copy when they cover it, else up to four (the clipped last
-        tile row / column where the tiles overhang the edge)."""
+        tile row / column where the tiles overhang the edge). NC4HW4 ``out`` takes 16-byte pixels, NHWC ``out``
+        (4-D) each pixel's band of channels as one element."""
         u = self.unit
-        ow = out.shape[3]
+        nhwc = out.ndim == 4
+        ow = out.shape[2 if nhwc else 3]
         n0, n1, row0, row1 = b.rows
         tiles = b.tiles  # [x, y, n, r, t, oc4, 4] -> out[n, oc4, row0 + r*u + x, t*u + y]
+        if nhwc:
+            tiles = tiles.reshape(*tiles.shape[:5], -1)  # [x, y, n, r, t, oc] -> out[n, row0 + r*u + x, t*u + y, oc]
         bands = slice(*b.oc4)
         stores = []
         for r_a, r_b, ur in _spans(row1 - row0, u):
             rows = slice(row0 + r_a * u, row0 + r_a * u + (r_b - r_a) * ur)
             for c_a, c_b, uc in _spans(ow, u):
-                dst = out[n0:n1, bands, rows, c_a * u: c_a * u + (c_b - c_a) * uc].view()
+                cols = slice(c_a * u, c_a * u + (c_b - c_a) * uc)
+                src = tiles[:ur, :uc, :, r_a:r_b, c_a:c_b]
+                if nhwc:
+                    dst = out[n0:n1, rows, cols, bands.start * PACK: bands.stop * PACK].view()
+                    dst.shape = (n1 - n0, r_b - r_a, ur, c_b - c_a, uc, dst.shape[3])  # a view (raises if not)
+                    stores.append(runs(dst, src.transpose(2, 3, 0, 4, 1, 5)))
+                    continue
+                dst = out[n0:n1, bands, rows, cols].view()
                 dst.shape = (n1 - n0, dst.shape[1], r_b - r_a, ur, c_b - c_a, uc, PACK)  # a view (raises if not)
-                stores.append(pixel_copy(dst, tiles[:ur, :uc, :, r_a:r_b, c_a:c_b], _ORDER))
+                stores.append(pixel_copy(dst, src, _ORDER))
         return stores
 
     def _transform_in(self, b: _Block) -> None:

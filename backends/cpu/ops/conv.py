@@ -152,6 +152,22 @@ class Convolution(CPUExecution):
             return [fill, middle.run_filled, last]
         return [partial(first.run_to_nhwc, producer.x_view), partial(middle.run_nhwc, first.y), last]
 
+    def fuse_after(self, producer: Any) -> list[Callable[[], None]] | None:
+        """Winograd -> Winograd (a UNet's double convolution, ResNet's basic blocks): the producer stores its
+        output tiles straight into this convolution's zero-bordered NHWC input instead of an NC4HW4 tensor that this
+        one would copy in again (the UNet block's 64ch 256² link: a 16 MB copy gone, and NHWC stores move 256-byte
+        pixels instead of 16-byte ones). The link tensor is left unwritten."""
+        from mnnpy.backends.cpu.compute.winograd_conv import WinogradKernel
+
+        first, second = getattr(producer, "kernel", None), self.kernel
+        if not isinstance(first, WinogradKernel) or not isinstance(second, WinogradKernel) or self.runtime_weights \
+                or getattr(producer, "runtime_weights", True) or not (first.chains and second.chains) \
+                or tuple(first.out_shape) != tuple(second.in_shape) \
+                or not np.shares_memory(producer.y_view, self.x_view):
+            return None
+        interior = second.chain_input(self.backend.scratch_pool("conv-scratch"))
+        return [partial(first.run, producer.x_view, interior), partial(second.run, None, self.y_view)]
+
     def info(self) -> dict[str, Any]:
         if self.kernel is None:
             return {"algorithm": self.algorithm}
