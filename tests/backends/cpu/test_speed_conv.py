@@ -172,9 +172,12 @@ POOL_CASES = [("MaxPool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 
 
 
 @pytest.mark.parametrize(("op", "attrs"), POOL_CASES)
-def test_pooling_lanes_over_channel_blocks(e2e: Any, monkeypatch: pytest.MonkeyPatch, op: str, attrs: dict) -> None:
+@pytest.mark.parametrize(("threads", "band_bytes"), [(2, None), (2, 150000), (1, 150000)])
+def test_pooling_lanes_over_channel_blocks(e2e: Any, monkeypatch: pytest.MonkeyPatch, op: str, attrs: dict,
+                                           threads: int, band_bytes: int | None) -> None:
     """Windowed pooling with numThread 2 splits the channel blocks of a > 1 MB input over two lanes (odd block
-    count: unequal bands), against onnxruntime."""
+    count: unequal bands), each lane in bands of ``POOL_BAND_BYTES`` (here 1 or 2 blocks, or all of its own),
+    against onnxruntime."""
     from mnnpy.backends.cpu.compute.blas import run_lanes
     from mnnpy.backends.cpu.ops import pool
     from onnx import TensorProto as T
@@ -183,14 +186,16 @@ def test_pooling_lanes_over_channel_blocks(e2e: Any, monkeypatch: pytest.MonkeyP
     calls: list[int] = []
     monkeypatch.setattr(pool, "run_lanes",
                         lambda tasks, n, *shared: (calls.append(len(tasks)), run_lanes(tasks, n, *shared)))
+    if band_bytes is not None:
+        monkeypatch.setattr(pool, "POOL_BAND_BYTES", band_bytes)
     shape = (1, 36, 120, 128)  # 9 channel blocks, 2.2 MB
     node = h.make_node(op, ["x"], ["y"], **attrs)
     graph = h.make_graph([node], "p", [h.make_tensor_value_info("x", T.FLOAT, list(shape))],
                          [h.make_tensor_value_info("y", T.FLOAT, None)])
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
     x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
-    e2e.check(model, {"x": x}, rtol=1e-5, atol=1e-6, config={"numThread": 2})
-    assert calls and set(calls) == {2}
+    e2e.check(model, {"x": x}, rtol=1e-5, atol=1e-6, config={"numThread": threads})
+    assert set(calls) == ({2} if threads == 2 else set())
 
 
 def test_weight_preparation_runs_blas_single_threaded(monkeypatch: pytest.MonkeyPatch) -> None:
