@@ -9,7 +9,8 @@ one session share their scratch, lane by lane, so consecutive layers reuse warm 
 3. ``M = V @ U``, one GEMM batched over the alpha^2 positions (and groups);
 4. ``Y = Aᵀ M A`` as two matmuls, bias and activation on ``Y``;
 5. copies of whole NC4HW4 pixels straight into the output: one when the tiles cover it exactly, else up to four
-   (full tiles, and the clipped last tile row / column where the tiles overhang the edge).
+   (full tiles, and the clipped last tile row / column where the tiles overhang the edge); as the first of a
+   Winograd -> Winograd pair, whole NHWC pixels into the second kernel's zero-bordered input (``chain_input``).
 
 The input goes into the zero-bordered copy all at once before the blocks, or, above ``ROW_COPY_FROM`` bytes and
 always with lanes, block by block (each block's input rows just before its gather, which then reads them from L2).
