@@ -165,8 +165,11 @@ def scratch_buffer(pool: dict | None, lane: int, name: str, size: int) -> np.nda
 
 def _pool_empty(pool: dict, shape: tuple[int, ...]) -> np.ndarray:
     """A new zero-filled float32 buffer for ``pool``: in shared memory when its "shared" entry says so (worker-process
-    lanes read and write it too)."""
-    return memory.shared_empty(shape) if pool.get("shared") else np.zeros(shape, dtype=np.float32)
+    lanes read and write it too), else carved from the huge-page scratch pool (``memory.SCRATCH``: 2 MB pages, no
+    per-buffer rounding; see ``memory.allocate`` for what it measured)."""
+    if pool.get("shared"):
+        return memory.shared_empty(shape)
+    return memory.SCRATCH.zeros(shape, np.float32)
 
 
 def shared_zeros(pool: dict | None, shape: tuple[int, ...], region: tuple[int, ...], tag: str = "zeros"
