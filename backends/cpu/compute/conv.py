@@ -59,7 +59,7 @@ def make_conv2d_kernel(conv: Any, op_type: int, in_shape_nchw: tuple, threads: i
     weight, bias = conv_weights(conv, params)
     plan = plan_conv2d(params, shape, threads=threads, force=force, memory_limit=memory_limit)
     plan = replace(plan, threads=max(int(threads), 1))
-    extra = {"scratch": scratch} if plan.algorithm in ("winograd", "im2col") else {}
+    extra = {"scratch": scratch} if plan.algorithm in ("winograd", "im2col", "gemm1x1", "strassen") else {}
     # Weight preparation at BLAS 1 thread: its small-K GEMMs (Winograd G g Gᵀ) split over an OpenBLAS pool wait on
     # the scheduler when the other core is busy (quantised 4 ms stalls): ResNet-18's transforms 90 -> 12 ms.
     with blas_threads(1):
