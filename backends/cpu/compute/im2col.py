@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from mnnpy.core.memory import static_zeros
 from mnnpy.core.strategy import IM2COL_TILE_BYTES, ConvPlan, output_tiles
 
 from .blas import lane_count, new_claim, run_lanes
@@ -117,7 +116,7 @@ class Im2ColKernel(Conv2DKernel):
         # with lanes, each tile's lane copies the input rows the tile reads (the input copy runs in parallel too)
         self.in_rows = [input_rows((n0, n1), (r0 * sh, (r1 - 1) * sh + (kh - 1) * dh + 1), pt, h)
                         for n0, n1, r0, r1 in tiles]
-        packed = static_zeros((g, k_len, on), np.float32)  # huge pages, as the other kernels' weights
+        packed = np.zeros((g, k_len, on), dtype=np.float32)
         taps = packed[:, :taps_len].reshape(g, kh, kw, kc, on)
         taps[:, :, :, :icg, :ocg] = weight.reshape(g, ocg, icg, kh, kw).transpose(0, 3, 4, 2, 1)
         if self.fold_bias:

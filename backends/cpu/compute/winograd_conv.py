@@ -31,7 +31,6 @@ from typing import NamedTuple
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from mnnpy.core.memory import static_zeros
 from mnnpy.core.strategy import WINOGRAD_BLOCK_BYTES, ConvPlan, winograd_channel_bands, winograd_layout
 
 from .blas import lane_count, new_claim, run_lanes
@@ -131,9 +130,9 @@ class WinogradKernel(Conv2DKernel):
         self.by_channels = len(bands) > 1
         lanes = len(bands) if self.by_channels else block_lanes
         # each band's weights contiguous (as column views of the whole the GEMMs ran ~12% slower); the kernel keeps
-        # only the bands. In the huge-page weight pool, as the 1x1 kernels' (memory.StaticPool): ResNet-18 0.978-0.987
-        # at 1 thread, 0.962-0.990 at 2 (ABBA)
-        self.weights = [_static(weights[:, :, b0 * PACK: b1 * PACK]) for b0, b1 in bands]
+        # only the bands
+        self.weights = [weights] if not self.by_channels else \
+            [np.ascontiguousarray(weights[:, :, b0 * PACK: b1 * PACK]) for b0, b1 in bands]
         band_bias = [self.bias_tile if not self.by_channels else
                      np.ascontiguousarray(self.bias_tile[:, b0 * PACK: b1 * PACK]) for b0, b1 in bands]
         items = [(blk, i) for blk in blocks for i in range(len(bands))]
@@ -318,13 +317,6 @@ class WinogradKernel(Conv2DKernel):
         self._activate(b.y_rows)
         for dst, src in stores:
             np.copyto(dst, src)
-
-
-def _static(a: np.ndarray) -> np.ndarray:
-    """``a`` copied into the process's huge-page weight pool (``memory.static_zeros``)."""
-    out = static_zeros(a.shape, a.dtype)
-    out[...] = a
-    return out
 
 
 def _spans(size: int, u: int) -> list[tuple[int, int, int]]:
