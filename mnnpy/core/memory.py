@@ -171,7 +171,7 @@ class StaticPool:
 
 
 STATIC = StaticPool()
-SCRATCH = StaticPool()  # the conv kernels' session scratch (padded inputs, tile buffers) when not shared: huge pages
+SCRATCH = StaticPool()  # kernels' scratch in huge pages: the conv pool when not shared, the pooling op's buffers
 
 
 def static_zeros(shape: tuple[int, ...], dtype: np.dtype | type = np.float32) -> np.ndarray:

@@ -104,7 +104,7 @@ class Im2ColKernel(Conv2DKernel):
                 y_tile = self.y[n0:n1, r0:r1]
                 tile = (n0, n1, r0, r1, y_tile, y_tile.reshape(n1 - n0, r1 - r0, ow, ocp // PACK, PACK))
                 gather = runs(dst, src)
-                if not steps:
+                if lane == 0 and not steps:  # the tap lanes' gathers are pieces of lane 0's first (only) tile
                     first = (dst, src)
                 if grouped is None:
                     steps.append((gather, mat[0], y_rows, None, tile))
