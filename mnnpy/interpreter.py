@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mnnpy.core.idst import is_quantized
 from mnnpy.core.pipeline import RASTER, op_type_name
 from mnnpy.core.session import Session
 from mnnpy.schema import load_net
@@ -57,9 +58,9 @@ class Interpreter:
 
     def __init__(self, model: str | bytes) -> None:
         self.net = load_net(model)
-        from mnnpy.quant.lower import is_quantized, lower_int8
-
         if is_quantized(self.net):  # feature scales in the file: int8 islands, as MNN's runtime decides from quantInfo
+            from mnnpy.quant.lower import lower_int8
+
             self.net = lower_int8(self.net)
         self.path = model if isinstance(model, str) else "<bytes>"
         self.sessions: list[Session] = []

@@ -7,6 +7,43 @@ import flatbuffers
 from flatbuffers.compat import import_numpy
 np = import_numpy()
 
+
+_U32 = flatbuffers.number_types.UOffsetTFlags.packer_type.unpack_from
+_I32 = flatbuffers.number_types.SOffsetTFlags.packer_type.unpack_from
+_U16 = flatbuffers.number_types.VOffsetTFlags.packer_type.unpack_from
+
+
+class _Table(flatbuffers.table.Table):
+    """flatbuffers.table.Table, its hot reads without per-call checks (tools/gen_schema.py, FAST_TABLE)."""
+
+    __slots__ = ()
+
+    def __init__(self, buf, pos):
+        self.Bytes = buf
+        self.Pos = pos
+
+    def Offset(self, vtableOffset):
+        buf = self.Bytes
+        vtable = self.Pos - _I32(buf, self.Pos)[0]
+        if vtableOffset < _U16(buf, vtable)[0]:
+            return _U16(buf, vtable + vtableOffset)[0]
+        return 0
+
+    def Get(self, flags, off):
+        return flags.py_type(flags.packer_type.unpack_from(self.Bytes, off)[0])
+
+    def Indirect(self, off):
+        return off + _U32(self.Bytes, off)[0]
+
+    def Vector(self, off):
+        off += self.Pos
+        return off + _U32(self.Bytes, off)[0] + 4
+
+    def VectorLen(self, off):
+        off += self.Pos
+        return _U32(self.Bytes, off + _U32(self.Bytes, off)[0])[0]
+
+
 class DataType(object):
     DT_INVALID = 0
     DT_FLOAT = 1
@@ -812,7 +849,7 @@ class Blob(object):
         return cls.GetRootAs(buf, offset)
     # Blob
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Blob
     def Dims(self, j):
@@ -1312,7 +1349,7 @@ class Attribute(object):
         return cls.GetRootAs(buf, offset)
     # Attribute
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Attribute
     def S(self):
@@ -1535,7 +1572,7 @@ class ListValue(object):
         return cls.GetRootAs(buf, offset)
     # ListValue
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # ListValue
     def S(self, j):
@@ -1851,7 +1888,7 @@ class NamedAttrList(object):
         return cls.GetRootAs(buf, offset)
     # NamedAttrList
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # NamedAttrList
     def Name(self):
@@ -1986,7 +2023,7 @@ class Input(object):
         return cls.GetRootAs(buf, offset)
     # Input
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Input
     def Dims(self, j):
@@ -2132,7 +2169,7 @@ class Convolution2DCommon(object):
         return cls.GetRootAs(buf, offset)
     # Convolution2DCommon
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Convolution2DCommon
     def PadX(self):
@@ -2512,7 +2549,7 @@ class Convolution2D(object):
         return cls.GetRootAs(buf, offset)
     # Convolution2D
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Convolution2D
     def Common(self):
@@ -2818,7 +2855,7 @@ class IDSTQuan(object):
         return cls.GetRootAs(buf, offset)
     # IDSTQuan
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # IDSTQuan
     def Buffer(self, j):
@@ -3260,7 +3297,7 @@ class QuantizedFloatParam(object):
         return cls.GetRootAs(buf, offset)
     # QuantizedFloatParam
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # QuantizedFloatParam
     def Weight(self, j):
@@ -3736,7 +3773,7 @@ class SparseCommon(object):
         return cls.GetRootAs(buf, offset)
     # SparseCommon
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # SparseCommon
     def Method(self):
@@ -3866,7 +3903,7 @@ class Convolution3DCommon(object):
         return cls.GetRootAs(buf, offset)
     # Convolution3DCommon
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Convolution3DCommon
     def Dilates(self, j):
@@ -4290,7 +4327,7 @@ class Convolution3D(object):
         return cls.GetRootAs(buf, offset)
     # Convolution3D
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Convolution3D
     def Common(self):
@@ -4533,7 +4570,7 @@ class Pool(object):
         return cls.GetRootAs(buf, offset)
     # Pool
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Pool
     def PadX(self):
@@ -4819,7 +4856,7 @@ class Pool3D(object):
         return cls.GetRootAs(buf, offset)
     # Pool3D
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Pool3D
     def Strides(self, j):
@@ -5083,7 +5120,7 @@ class Relu(object):
         return cls.GetRootAs(buf, offset)
     # Relu
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Relu
     def Slope(self):
@@ -5159,7 +5196,7 @@ class Relu6(object):
         return cls.GetRootAs(buf, offset)
     # Relu6
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Relu6
     def MinValue(self):
@@ -5249,7 +5286,7 @@ class PRelu(object):
         return cls.GetRootAs(buf, offset)
     # PRelu
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # PRelu
     def SlopeCount(self):
@@ -5381,7 +5418,7 @@ class ELU(object):
         return cls.GetRootAs(buf, offset)
     # ELU
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # ELU
     def Alpha(self):
@@ -5457,7 +5494,7 @@ class Eltwise(object):
         return cls.GetRootAs(buf, offset)
     # Eltwise
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Eltwise
     def Type(self):
@@ -5589,7 +5626,7 @@ class Axis(object):
         return cls.GetRootAs(buf, offset)
     # Axis
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Axis
     def Axis(self):
@@ -5665,7 +5702,7 @@ class Scale(object):
         return cls.GetRootAs(buf, offset)
     # Scale
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Scale
     def Channels(self):
@@ -5901,7 +5938,7 @@ class BatchNorm(object):
         return cls.GetRootAs(buf, offset)
     # BatchNorm
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # BatchNorm
     def Channels(self):
@@ -6307,7 +6344,7 @@ class LRN(object):
         return cls.GetRootAs(buf, offset)
     # LRN
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # LRN
     def RegionType(self):
@@ -6439,7 +6476,7 @@ class Normalize(object):
         return cls.GetRootAs(buf, offset)
     # Normalize
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Normalize
     def AcrossSpatial(self):
@@ -6599,7 +6636,7 @@ class Slice(object):
         return cls.GetRootAs(buf, offset)
     # Slice
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Slice
     def Axis(self):
@@ -6745,7 +6782,7 @@ class Reshape(object):
         return cls.GetRootAs(buf, offset)
     # Reshape
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Reshape
     def Dims(self, j):
@@ -6877,7 +6914,7 @@ class Flatten(object):
         return cls.GetRootAs(buf, offset)
     # Flatten
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Flatten
     def Axis(self):
@@ -6967,7 +7004,7 @@ class Permute(object):
         return cls.GetRootAs(buf, offset)
     # Permute
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Permute
     def Dims(self, j):
@@ -7085,7 +7122,7 @@ class Interp(object):
         return cls.GetRootAs(buf, offset)
     # Interp
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Interp
     def WidthScale(self):
@@ -7343,7 +7380,7 @@ class Resize(object):
         return cls.GetRootAs(buf, offset)
     # Resize
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Resize
     def XScale(self):
@@ -7433,7 +7470,7 @@ class InnerProduct(object):
         return cls.GetRootAs(buf, offset)
     # InnerProduct
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # InnerProduct
     def OutputCount(self):
@@ -7694,7 +7731,7 @@ class ArgMax(object):
         return cls.GetRootAs(buf, offset)
     # ArgMax
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # ArgMax
     def OutMaxVal(self):
@@ -7812,7 +7849,7 @@ class CumSum(object):
         return cls.GetRootAs(buf, offset)
     # CumSum
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # CumSum
     def Exclusive(self):
@@ -7902,7 +7939,7 @@ class RoiParameters(object):
         return cls.GetRootAs(buf, offset)
     # RoiParameters
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # RoiParameters
     def PooledWidth(self):
@@ -8062,7 +8099,7 @@ class LSTM(object):
         return cls.GetRootAs(buf, offset)
     # LSTM
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # LSTM
     def OutputCount(self):
@@ -8289,7 +8326,7 @@ class DetectionOutput(object):
         return cls.GetRootAs(buf, offset)
     # DetectionOutput
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # DetectionOutput
     def ClassCount(self):
@@ -8491,7 +8528,7 @@ class PriorBox(object):
         return cls.GetRootAs(buf, offset)
     # PriorBox
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # PriorBox
     def MinSizes(self, j):
@@ -8863,7 +8900,7 @@ class Proposal(object):
         return cls.GetRootAs(buf, offset)
     # Proposal
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Proposal
     def FeatStride(self):
@@ -9076,7 +9113,7 @@ class EltwiseInt8(object):
         return cls.GetRootAs(buf, offset)
     # EltwiseInt8
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # EltwiseInt8
     def Type(self):
@@ -9219,7 +9256,7 @@ class QuantizedParam(object):
         return cls.GetRootAs(buf, offset)
     # QuantizedParam
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # QuantizedParam
     def ZeroPoint(self):
@@ -9309,7 +9346,7 @@ class QuantizedAdd(object):
         return cls.GetRootAs(buf, offset)
     # QuantizedAdd
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # QuantizedAdd
     def ActivationType(self):
@@ -9452,7 +9489,7 @@ class Dequantize(object):
         return cls.GetRootAs(buf, offset)
     # Dequantize
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Dequantize
     def InputQuantizedParam(self):
@@ -9581,7 +9618,7 @@ class QuantizedAvgPool(object):
         return cls.GetRootAs(buf, offset)
     # QuantizedAvgPool
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # QuantizedAvgPool
     def KernelX(self):
@@ -9797,7 +9834,7 @@ class QuantizedBiasAdd(object):
         return cls.GetRootAs(buf, offset)
     # QuantizedBiasAdd
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # QuantizedBiasAdd
     def Bias(self, j):
@@ -9971,7 +10008,7 @@ class QuantizedConcat(object):
         return cls.GetRootAs(buf, offset)
     # QuantizedConcat
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # QuantizedConcat
     def ActivationType(self):
@@ -10190,7 +10227,7 @@ class QuantizedLogistic(object):
         return cls.GetRootAs(buf, offset)
     # QuantizedLogistic
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # QuantizedLogistic
     def InputQuantizedParam(self):
@@ -10298,7 +10335,7 @@ class QuantizedMatMul(object):
         return cls.GetRootAs(buf, offset)
     # QuantizedMatMul
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # QuantizedMatMul
     def TransposeA(self):
@@ -10388,7 +10425,7 @@ class QuantizedMaxPool(object):
         return cls.GetRootAs(buf, offset)
     # QuantizedMaxPool
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # QuantizedMaxPool
     def KernelX(self):
@@ -10604,7 +10641,7 @@ class QuantizedRelu(object):
         return cls.GetRootAs(buf, offset)
     # QuantizedRelu
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # QuantizedRelu
     def Type(self):
@@ -10680,7 +10717,7 @@ class QuantizedRelu6(object):
         return cls.GetRootAs(buf, offset)
     # QuantizedRelu6
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # QuantizedRelu6
     def Type(self):
@@ -10756,7 +10793,7 @@ class QuantizedReshape(object):
         return cls.GetRootAs(buf, offset)
     # QuantizedReshape
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # QuantizedReshape
     def Dims(self, j):
@@ -10888,7 +10925,7 @@ class QuantizedSoftmax(object):
         return cls.GetRootAs(buf, offset)
     # QuantizedSoftmax
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # QuantizedSoftmax
     def Beta(self):
@@ -10978,7 +11015,7 @@ class QuantizeV2(object):
         return cls.GetRootAs(buf, offset)
     # QuantizeV2
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # QuantizeV2
     def Type(self):
@@ -11082,7 +11119,7 @@ class RequantizationRange(object):
         return cls.GetRootAs(buf, offset)
     # RequantizationRange
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
 def RequantizationRangeStart(builder):
     builder.StartObject(0)
@@ -11145,7 +11182,7 @@ class Requantize(object):
         return cls.GetRootAs(buf, offset)
     # Requantize
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
 def RequantizeStart(builder):
     builder.StartObject(0)
@@ -11208,7 +11245,7 @@ class TfQuantizedConv2D(object):
         return cls.GetRootAs(buf, offset)
     # TfQuantizedConv2D
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # TfQuantizedConv2D
     def Bias(self, j):
@@ -11595,7 +11632,7 @@ class Selu(object):
         return cls.GetRootAs(buf, offset)
     # Selu
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Selu
     def Scale(self):
@@ -11685,7 +11722,7 @@ class BinaryOp(object):
         return cls.GetRootAs(buf, offset)
     # BinaryOp
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # BinaryOp
     def OpType(self):
@@ -11789,7 +11826,7 @@ class UnaryOp(object):
         return cls.GetRootAs(buf, offset)
     # UnaryOp
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # UnaryOp
     def OpType(self):
@@ -11935,7 +11972,7 @@ class SliceTf(object):
         return cls.GetRootAs(buf, offset)
     # SliceTf
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # SliceTf
     def T(self):
@@ -12011,7 +12048,7 @@ class StridedSliceParam(object):
         return cls.GetRootAs(buf, offset)
     # StridedSliceParam
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # StridedSliceParam
     def Index(self):
@@ -12185,7 +12222,7 @@ class Transpose(object):
         return cls.GetRootAs(buf, offset)
     # Transpose
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Transpose
     def Tperm(self):
@@ -12261,7 +12298,7 @@ class PadParam(object):
         return cls.GetRootAs(buf, offset)
     # PadParam
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # PadParam
     def Mode(self):
@@ -12337,7 +12374,7 @@ class Crop(object):
         return cls.GetRootAs(buf, offset)
     # Crop
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Crop
     def Axis(self):
@@ -12469,7 +12506,7 @@ class CastParam(object):
         return cls.GetRootAs(buf, offset)
     # CastParam
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # CastParam
     def SrcT(self):
@@ -12559,7 +12596,7 @@ class MatMul(object):
         return cls.GetRootAs(buf, offset)
     # MatMul
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # MatMul
     def T(self):
@@ -12771,7 +12808,7 @@ class BatchMatMulParam(object):
         return cls.GetRootAs(buf, offset)
     # BatchMatMulParam
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # BatchMatMulParam
     def AdjX(self):
@@ -12861,7 +12898,7 @@ class Gather(object):
         return cls.GetRootAs(buf, offset)
     # Gather
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Gather
     def Tindices(self):
@@ -12979,7 +13016,7 @@ class GatherV2(object):
         return cls.GetRootAs(buf, offset)
     # GatherV2
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # GatherV2
     def Taxis(self):
@@ -13083,7 +13120,7 @@ class ReductionParam(object):
         return cls.GetRootAs(buf, offset)
     # ReductionParam
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # ReductionParam
     def Operation(self):
@@ -13257,7 +13294,7 @@ class TopKV2(object):
         return cls.GetRootAs(buf, offset)
     # TopKV2
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # TopKV2
     def T(self):
@@ -13361,7 +13398,7 @@ class ExpandDims(object):
         return cls.GetRootAs(buf, offset)
     # ExpandDims
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # ExpandDims
     def T(self):
@@ -13465,7 +13502,7 @@ class SqueezeParam(object):
         return cls.GetRootAs(buf, offset)
     # SqueezeParam
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # SqueezeParam
     def SqueezeDims(self, j):
@@ -13583,7 +13620,7 @@ class PackParam(object):
         return cls.GetRootAs(buf, offset)
     # PackParam
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # PackParam
     def DataType(self):
@@ -13673,7 +13710,7 @@ class OneHotParam(object):
         return cls.GetRootAs(buf, offset)
     # OneHotParam
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # OneHotParam
     def DType(self):
@@ -13763,7 +13800,7 @@ class DepthSpaceParam(object):
         return cls.GetRootAs(buf, offset)
     # DepthSpaceParam
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # DepthSpaceParam
     def BlockSize(self):
@@ -13853,7 +13890,7 @@ class SpaceBatch(object):
         return cls.GetRootAs(buf, offset)
     # SpaceBatch
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # SpaceBatch
     def BlockShape(self):
@@ -13961,7 +13998,7 @@ class LayerNorm(object):
         return cls.GetRootAs(buf, offset)
     # LayerNorm
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # LayerNorm
     def Axis(self, j):
@@ -14277,7 +14314,7 @@ class GroupNorm(object):
         return cls.GetRootAs(buf, offset)
     # GroupNorm
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # GroupNorm
     def Axis(self):
@@ -14555,7 +14592,7 @@ class MomentsParam(object):
         return cls.GetRootAs(buf, offset)
     # MomentsParam
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # MomentsParam
     def Dim(self, j):
@@ -14701,7 +14738,7 @@ class Range(object):
         return cls.GetRootAs(buf, offset)
     # Range
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Range
     def Tidx(self):
@@ -14777,7 +14814,7 @@ class Fill(object):
         return cls.GetRootAs(buf, offset)
     # Fill
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
 def FillStart(builder):
     builder.StartObject(0)
@@ -14840,7 +14877,7 @@ class Size(object):
         return cls.GetRootAs(buf, offset)
     # Size
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Size
     def OutputDataType(self):
@@ -14916,7 +14953,7 @@ class ReverseSequenceParam(object):
         return cls.GetRootAs(buf, offset)
     # ReverseSequenceParam
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # ReverseSequenceParam
     def BatchDim(self):
@@ -15006,7 +15043,7 @@ class NonMaxSuppressionV2(object):
         return cls.GetRootAs(buf, offset)
     # NonMaxSuppressionV2
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
 def NonMaxSuppressionV2Start(builder):
     builder.StartObject(0)
@@ -15069,7 +15106,7 @@ class RandomUniform(object):
         return cls.GetRootAs(buf, offset)
     # RandomUniform
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # RandomUniform
     def Seed(self):
@@ -15201,7 +15238,7 @@ class RNNParam(object):
         return cls.GetRootAs(buf, offset)
     # RNNParam
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # RNNParam
     def NumUnits(self):
@@ -15533,7 +15570,7 @@ class CropAndResize(object):
         return cls.GetRootAs(buf, offset)
     # CropAndResize
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # CropAndResize
     def ExtrapolationValue(self):
@@ -15623,7 +15660,7 @@ class DetectionPostProcessParam(object):
         return cls.GetRootAs(buf, offset)
     # DetectionPostProcessParam
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # DetectionPostProcessParam
     def MaxDetections(self):
@@ -15839,7 +15876,7 @@ class AsString(object):
         return cls.GetRootAs(buf, offset)
     # AsString
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # AsString
     def T(self):
@@ -15990,7 +16027,7 @@ class ReduceJoin(object):
         return cls.GetRootAs(buf, offset)
     # ReduceJoin
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # ReduceJoin
     def KeepDims(self):
@@ -16085,7 +16122,7 @@ class Rank(object):
         return cls.GetRootAs(buf, offset)
     # Rank
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
 def RankStart(builder):
     builder.StartObject(0)
@@ -16148,7 +16185,7 @@ class QuantizeMaxMin(object):
         return cls.GetRootAs(buf, offset)
     # QuantizeMaxMin
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # QuantizeMaxMin
     def T(self):
@@ -16224,7 +16261,7 @@ class TensorArray(object):
         return cls.GetRootAs(buf, offset)
     # TensorArray
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # TensorArray
     def DynamicSize(self):
@@ -16426,7 +16463,7 @@ class LSTMBlockCell(object):
         return cls.GetRootAs(buf, offset)
     # LSTMBlockCell
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # LSTMBlockCell
     def CellClip(self):
@@ -16530,7 +16567,7 @@ class TensorConvertInfo(object):
         return cls.GetRootAs(buf, offset)
     # TensorConvertInfo
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # TensorConvertInfo
     def Source(self):
@@ -16620,7 +16657,7 @@ class GridSample(object):
         return cls.GetRootAs(buf, offset)
     # GridSample
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # GridSample
     def Mode(self):
@@ -16738,7 +16775,7 @@ class ImageProcessParam(object):
         return cls.GetRootAs(buf, offset)
     # ImageProcessParam
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # ImageProcessParam
     def FilterType(self):
@@ -17110,7 +17147,7 @@ class ExtraInfo(object):
         return cls.GetRootAs(buf, offset)
     # ExtraInfo
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # ExtraInfo
     def Buffer(self, j):
@@ -17266,7 +17303,7 @@ class Net(object):
         return cls.GetRootAs(buf, offset)
     # Net
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Net
     def BizCode(self):
@@ -17681,7 +17718,7 @@ class Op(object):
         return cls.GetRootAs(buf, offset)
     # Op
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Op
     def InputIndexes(self, j):
@@ -17951,7 +17988,7 @@ class View(object):
         return cls.GetRootAs(buf, offset)
     # View
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # View
     def Offset(self):
@@ -18083,7 +18120,7 @@ class Region(object):
         return cls.GetRootAs(buf, offset)
     # Region
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Region
     def Src(self):
@@ -18257,7 +18294,7 @@ class TensorDescribe(object):
         return cls.GetRootAs(buf, offset)
     # TensorDescribe
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # TensorDescribe
     def Blob(self):
@@ -18448,7 +18485,7 @@ class SubGraphProto(object):
         return cls.GetRootAs(buf, offset)
     # SubGraphProto
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # SubGraphProto
     def Name(self):
@@ -18779,7 +18816,7 @@ class TensorQuantInfo(object):
         return cls.GetRootAs(buf, offset)
     # TensorQuantInfo
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # TensorQuantInfo
     def Scale(self):
@@ -18911,7 +18948,7 @@ class Extra(object):
         return cls.GetRootAs(buf, offset)
     # Extra
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Extra
     def Type(self):
@@ -19131,7 +19168,7 @@ class StringVec(object):
         return cls.GetRootAs(buf, offset)
     # StringVec
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # StringVec
     def Data(self, j):
@@ -19239,7 +19276,7 @@ class LoopParam(object):
         return cls.GetRootAs(buf, offset)
     # LoopParam
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # LoopParam
     def TensorNumber(self):
@@ -19601,7 +19638,7 @@ class RegionCommand(object):
         return cls.GetRootAs(buf, offset)
     # RegionCommand
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # RegionCommand
     def Op(self):
@@ -19960,7 +19997,7 @@ class WhileParam(object):
         return cls.GetRootAs(buf, offset)
     # WhileParam
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # WhileParam
     def CondGraph(self):
@@ -20206,7 +20243,7 @@ class IfParam(object):
         return cls.GetRootAs(buf, offset)
     # IfParam
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # IfParam
     def ThenGraph(self):
@@ -20410,7 +20447,7 @@ class ShapeParam(object):
         return cls.GetRootAs(buf, offset)
     # ShapeParam
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # ShapeParam
     def HasStart(self):
@@ -20528,7 +20565,7 @@ class AttentionParam(object):
         return cls.GetRootAs(buf, offset)
     # AttentionParam
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # AttentionParam
     def KvCache(self):
@@ -20733,7 +20770,7 @@ class RoPEParam(object):
         return cls.GetRootAs(buf, offset)
     # RoPEParam
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # RoPEParam
     def RopeCutHeadDim(self):
@@ -20897,7 +20934,7 @@ class Plugin(object):
         return cls.GetRootAs(buf, offset)
     # Plugin
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # Plugin
     def Type(self):
@@ -21032,7 +21069,7 @@ class FmhaV2Param(object):
         return cls.GetRootAs(buf, offset)
     # FmhaV2Param
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # FmhaV2Param
     def Heads(self):
@@ -21108,7 +21145,7 @@ class FmhcaParam(object):
         return cls.GetRootAs(buf, offset)
     # FmhcaParam
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # FmhcaParam
     def Heads(self):
@@ -21184,7 +21221,7 @@ class StftParam(object):
         return cls.GetRootAs(buf, offset)
     # StftParam
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # StftParam
     def NFft(self):
@@ -21288,7 +21325,7 @@ class LinearAttentionParam(object):
         return cls.GetRootAs(buf, offset)
     # LinearAttentionParam
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # LinearAttentionParam
     def AttnType(self):
@@ -21561,7 +21598,7 @@ class FusedLinearParam(object):
         return cls.GetRootAs(buf, offset)
     # FusedLinearParam
     def Init(self, buf, pos):
-        self._tab = flatbuffers.table.Table(buf, pos)
+        self._tab = _Table(buf, pos)
 
     # FusedLinearParam
     def Convs(self, j):

@@ -157,7 +157,11 @@ class MnnpyEngine(Engine):
         registry.load_core()
         if backend.lower() in ("cpu", "auto"):
             registry.import_all("mnnpy.backends.cpu.ops")
+            import mnnpy.backends.cpu.backend  # the first createSession imports it
             import mnnpy.backends.cpu.compute.conv  # noqa: F401 - conv kernels import it on first resize
+            from mnnpy.backends.cpu.compute import blas
+
+            blas.backend()  # threadpoolctl's import and its one scan of the loaded libraries
         t0 = time.perf_counter()
         self.interp = Interpreter(str(path))
         t1 = time.perf_counter()

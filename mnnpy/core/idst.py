@@ -11,7 +11,22 @@ from typing import Any
 
 import numpy as np
 
+from mnnpy.schema import mnn_generated as fb
+
 DENSE, SPARSE, FP16, LEGACY_INT8 = 1, 2, 3, 4
+_CONVS = (fb.OpType.Convolution, fb.OpType.ConvolutionDepthwise)
+
+
+def is_int8_conv(op: Any) -> bool:
+    """A convolution whose ``quanParameter`` carries feature scales (full int8, ``mnnpy quant`` / ``mnnquant``)."""
+    q = getattr(op.main, "quanParameter", None) if op.type in _CONVS and op.main is not None else None
+    return q is not None and q.type == DENSE and q.scaleIn > 0 and q.scaleOut > 0
+
+
+def is_quantized(net: Any) -> bool:
+    """True when the net carries feature scales. Here, not in ``mnnpy.quant``, so that loading a float model does not
+    import the quantisation tool (~25 ms of imports on the first ``Interpreter`` of a process)."""
+    return any(is_int8_conv(op) for op in net.oplists or [])
 
 
 def _bytes(values: Any) -> np.ndarray:

@@ -16,23 +16,15 @@ from typing import Any
 
 import numpy as np
 
+from mnnpy.core.idst import is_int8_conv as _int8_conv
+from mnnpy.core.idst import is_quantized
 from mnnpy.schema import mnn_generated as fb
 
-from .model import CONVS, LAYOUT, _ints, data_inputs
+from .model import LAYOUT, _ints, data_inputs
 
 INPUT_OFFSET = 128  # MNN's x86 int8 GEMM reads inputs as uint8 x + 128 (backends/cpu/int8/requant.py)
 
 OT = fb.OpType
-
-
-def is_quantized(net: Any) -> bool:
-    """True when the net carries feature scales (an ``mnnpy quant`` / ``mnnquant`` model)."""
-    return any(_int8_conv(op) for op in net.oplists or [])
-
-
-def _int8_conv(op: Any) -> bool:
-    q = getattr(op.main, "quanParameter", None) if op.type in CONVS and op.main is not None else None
-    return q is not None and q.type == 1 and q.scaleIn > 0 and q.scaleOut > 0
 
 
 def _codes(main: Any, oc: int, size: int) -> tuple[np.ndarray, np.ndarray]:
