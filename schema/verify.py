@@ -32,6 +32,41 @@ _U32 = struct.Struct("<I").unpack_from
 _I32 = struct.Struct("<i").unpack_from
 
 
+# A path from the root, built lazily: the root's name, or (parent, piece) where piece is ".field", "<Member>" or an
+# int vector index. Rendered (`_render`) only for an error message: formatting one string per field and element
+# was most of the walk's time.
+Path = str | tuple
+
+
+def _render(path: Path) -> str:
+    pieces = []
+    while isinstance(path, tuple):
+        path, piece = path
+        pieces.append(f"[{piece}]" if isinstance(piece, int) else piece)
+    return path + "".join(reversed(pieces))
+
+
+_SCALAR, _UNION_TYPE, _UNION, _OFFSET = 0, 1, 2, 3
+
+
+def _spec(fields: list) -> tuple:
+    """Per field of a table, in slot order: (name, ".name", code, inline size, union key or kind)."""
+    out = []
+    for fname, kind in fields:
+        if kind[0] in ("scalar", "enum"):
+            out.append((fname, "." + fname, _SCALAR, _SIZE[kind[1]], None))
+        elif kind[0] == "union_type":
+            out.append((fname, "." + fname, _UNION_TYPE, 1, fname[: -len("_type")]))
+        elif kind[0] == "union":
+            out.append((fname, "." + fname, _UNION, 4, kind[1]))
+        else:
+            out.append((fname, "." + fname, _OFFSET, 4, kind))
+    return tuple(out)
+
+
+_SPECS = {name: _spec(fields) for name, fields in _TABLES.items()}
+
+
 class _Walker:
     def __init__(self, buf: bytes | bytearray | memoryview, source: str, trace: list | None) -> None:
         self.buf = buf
@@ -40,75 +75,75 @@ class _Walker:
         self.trace = trace
         self.budget = self.n // 4 + 64
 
-    def fail(self, what: str, pos: int, path: str) -> NoReturn:
-        raise ModelError(f"{self.source}: {what} at byte {pos} (path {path})")
+    def fail(self, what: str, pos: int, path: Path) -> NoReturn:
+        raise ModelError(f"{self.source}: {what} at byte {pos} (path {_render(path)})")
 
-    def _spend(self, pos: int, path: str) -> None:
+    def _spend(self, pos: int, path: Path) -> None:
         self.budget -= 1
         if self.budget < 0:
             self.fail("too many objects for the buffer size (shared sub-objects?)", pos, path)
 
-    def _need(self, pos: int, size: int, what: str, path: str, at: int | None = None) -> None:
+    def _need(self, pos: int, size: int, what: str, path: Path, at: int | None = None) -> None:
         """Fail unless bytes [pos, pos+size) are inside the buffer; `at` is the byte to blame (default pos)."""
         if pos < 0 or pos + size > self.n:
             where = pos if at is None else at
             self.fail(f"{what} out of bounds (needs bytes {pos}..{pos + size}, buffer has {self.n})", where, path)
 
-    def follow(self, pos: int, path: str) -> int:
+    def follow(self, pos: int, path: Path) -> int:
         """Read the uoffset stored at `pos` and return the absolute position it points to."""
-        self._need(pos, 4, "offset", path)
+        if pos < 0 or pos + 4 > self.n:
+            self._need(pos, 4, "offset", path)
         if self.trace is not None:
             self.trace.append(("uoffset", pos))
         return pos + _U32(self.buf, pos)[0]
 
-    def table(self, pos: int, name: str, path: str, depth: int) -> None:
+    def table(self, pos: int, name: str, path: Path, depth: int) -> None:
         if depth > MAX_DEPTH:
             self.fail(f"nesting deeper than {MAX_DEPTH}", pos, path)
         self._spend(pos, path)
         self._need(pos, 4, f"{name} table", path)
+        buf = self.buf
         if self.trace is not None:
             self.trace.append(("soffset", pos))
-        vt = pos - _I32(self.buf, pos)[0]
+        vt = pos - _I32(buf, pos)[0]
         if vt % 2:
             self.fail(f"misaligned vtable of {name}", vt, path)
         self._need(vt, 4, f"vtable of {name}", path)
-        vt_size, inline_size = _U16(self.buf, vt)[0], _U16(self.buf, vt + 2)[0]
+        vt_size, inline_size = _U16(buf, vt)[0], _U16(buf, vt + 2)[0]
         if vt_size < 4 or vt_size % 2:
             self.fail(f"bad vtable size {vt_size} for {name}", vt, path)
         self._need(vt, vt_size, f"vtable of {name}", path)
         self._need(pos, max(inline_size, 4), f"{name} table body", path)
-        fields = _TABLES[name]
-        slots = [(_U16(self.buf, vt + 4 + 2 * i)[0] if 4 + 2 * i < vt_size else 0) for i in range(len(fields))]
         union_tags: dict[str, int] = {}
-        for (fname, kind), off in zip(fields, slots, strict=True):
+        slot = vt + 4
+        for fname, dot_name, code, size, extra in _SPECS[name][: (vt_size - 4) // 2]:
+            off = _U16(buf, slot)[0]
+            slot += 2
             if off == 0:
                 continue
-            fpath = f"{path}.{fname}"
             fpos = pos + off
             if off < 4:
-                self.fail(f"field {fname} overlaps the table header", fpos, fpath)
-            if kind[0] in ("scalar", "enum", "union_type"):
-                size = _SIZE[kind[1]] if kind[0] != "union_type" else 1
-                if off + size > inline_size:
-                    self.fail(f"field {fname} outside the {name} table", fpos, fpath)
-                if kind[0] == "union_type":
-                    union_tags[fname[: -len("_type")]] = self.buf[fpos]
+                self.fail(f"field {fname} overlaps the table header", fpos, (path, dot_name))
+            if off + size > inline_size:
+                self.fail(f"field {fname} outside the {name} table", fpos, (path, dot_name))
+            if code == _SCALAR:
                 continue
-            if off + 4 > inline_size:
-                self.fail(f"field {fname} outside the {name} table", fpos, fpath)
-            if kind[0] == "union":
-                self.union(fpos, kind[1], union_tags.get(fname, 0), fpath, depth)
+            if code == _UNION_TYPE:
+                union_tags[extra] = buf[fpos]
+            elif code == _UNION:
+                self.union(fpos, extra, union_tags.get(fname, 0), (path, dot_name), depth)
             else:
-                self.value(self.follow(fpos, fpath), kind, fpath, depth)
+                fpath = (path, dot_name)
+                self.value(self.follow(fpos, fpath), extra, fpath, depth)
 
-    def union(self, fpos: int, union: str, tag: int, path: str, depth: int) -> None:
+    def union(self, fpos: int, union: str, tag: int, path: Path, depth: int) -> None:
         members = _UNIONS[union]
         if tag >= len(members):
             self.fail(f"unknown {union} tag {tag}", fpos, path)
         if tag != 0:
-            self.table(self.follow(fpos, path), members[tag], f"{path}<{members[tag]}>", depth + 1)
+            self.table(self.follow(fpos, path), members[tag], (path, f"<{members[tag]}>"), depth + 1)
 
-    def value(self, pos: int, kind: tuple, path: str, depth: int) -> None:
+    def value(self, pos: int, kind: tuple, path: Path, depth: int) -> None:
         if kind[0] == "table":
             self.table(pos, kind[1], path, depth + 1)
         elif kind[0] == "string":
@@ -118,7 +153,7 @@ class _Walker:
         else:  # pragma: no cover - the generator only emits the kinds above
             self.fail(f"unsupported field kind {kind}", pos, path)
 
-    def vector(self, pos: int, elem: tuple, path: str, depth: int) -> None:
+    def vector(self, pos: int, elem: tuple, path: Path, depth: int) -> None:
         self._need(pos, 4, "vector length", path)
         if self.trace is not None:
             self.trace.append(("vlen", pos))
@@ -130,9 +165,9 @@ class _Walker:
         if count > self.budget:
             self.fail(f"too many objects: vector of {count} exceeds the budget left for this buffer", pos, path)
         for i in range(count):
-            self.value(self.follow(pos + 4 + 4 * i, path), elem, f"{path}[{i}]", depth)
+            self.value(self.follow(pos + 4 + 4 * i, path), elem, (path, i), depth)
 
-    def string(self, pos: int, path: str) -> None:
+    def string(self, pos: int, path: Path) -> None:
         self._need(pos, 4, "string length", path)
         if self.trace is not None:
             self.trace.append(("vlen", pos))
