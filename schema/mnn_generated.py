@@ -6,43 +6,7 @@
 import flatbuffers
 from flatbuffers.compat import import_numpy
 np = import_numpy()
-
-
-_U32 = flatbuffers.number_types.UOffsetTFlags.packer_type.unpack_from
-_I32 = flatbuffers.number_types.SOffsetTFlags.packer_type.unpack_from
-_U16 = flatbuffers.number_types.VOffsetTFlags.packer_type.unpack_from
-
-
-class _Table(flatbuffers.table.Table):
-    """flatbuffers.table.Table, its hot reads without per-call checks (tools/gen_schema.py, FAST_TABLE)."""
-
-    __slots__ = ()
-
-    def __init__(self, buf, pos):
-        self.Bytes = buf
-        self.Pos = pos
-
-    def Offset(self, vtableOffset):
-        buf = self.Bytes
-        vtable = self.Pos - _I32(buf, self.Pos)[0]
-        if vtableOffset < _U16(buf, vtable)[0]:
-            return _U16(buf, vtable + vtableOffset)[0]
-        return 0
-
-    def Get(self, flags, off):
-        return flags.py_type(flags.packer_type.unpack_from(self.Bytes, off)[0])
-
-    def Indirect(self, off):
-        return off + _U32(self.Bytes, off)[0]
-
-    def Vector(self, off):
-        off += self.Pos
-        return off + _U32(self.Bytes, off)[0] + 4
-
-    def VectorLen(self, off):
-        off += self.Pos
-        return _U32(self.Bytes, off + _U32(self.Bytes, off)[0])[0]
-
+from mnnpy.schema.fast_table import Table as _Table
 
 class DataType(object):
     DT_INVALID = 0

@@ -82,58 +82,13 @@ def fix_builtin_shadowing(code: str) -> str:
     return _PACK.sub(fix, code)
 
 
-# A Table with the accessors flatc's object API calls ~40 000 times for a 600-op net, each on one cached
-# struct.Struct: flatbuffers' own re-checks every offset with `enforce_number` and wraps the buffer in a new
-# memoryview per read. Only bounds-free reads change: every untrusted buffer is walked by schema/verify.py before it
-# is unpacked; without that, a bad offset gives garbage or struct.error, as before (Python never reads out of bounds).
-FAST_TABLE = '''
-
-_U32 = flatbuffers.number_types.UOffsetTFlags.packer_type.unpack_from
-_I32 = flatbuffers.number_types.SOffsetTFlags.packer_type.unpack_from
-_U16 = flatbuffers.number_types.VOffsetTFlags.packer_type.unpack_from
-
-
-class _Table(flatbuffers.table.Table):
-    """flatbuffers.table.Table, its hot reads without per-call checks (tools/gen_schema.py, FAST_TABLE)."""
-
-    __slots__ = ()
-
-    def __init__(self, buf, pos):
-        self.Bytes = buf
-        self.Pos = pos
-
-    def Offset(self, vtableOffset):
-        buf = self.Bytes
-        vtable = self.Pos - _I32(buf, self.Pos)[0]
-        if vtableOffset < _U16(buf, vtable)[0]:
-            return _U16(buf, vtable + vtableOffset)[0]
-        return 0
-
-    def Get(self, flags, off):
-        return flags.py_type(flags.packer_type.unpack_from(self.Bytes, off)[0])
-
-    def Indirect(self, off):
-        return off + _U32(self.Bytes, off)[0]
-
-    def Vector(self, off):
-        off += self.Pos
-        return off + _U32(self.Bytes, off)[0] + 4
-
-    def VectorLen(self, off):
-        off += self.Pos
-        return _U32(self.Bytes, off + _U32(self.Bytes, off)[0])[0]
-
-'''
-
-
 def use_fast_table(code: str) -> str:
-    """Make every generated table read through `_Table` (FAST_TABLE above): ViT-tiny's 609 ops unpack in 21 ms
-    instead of 71, BERT-4L's in 6.6 instead of 12.7. Union members keep flatbuffers' own Table (its `Union`
-    requires exactly that type)."""
+    """Make every generated table read through `schema/fast_table.py`'s `Table` (unchecked hot reads; see there).
+    Union members keep flatbuffers' own Table: its `Union` requires exactly that type."""
     anchor = "np = import_numpy()\n"
     if anchor not in code or "flatbuffers.table.Table(buf, pos)" not in code:
         raise SystemExit("flatc output changed: use_fast_table needs revisiting")
-    code = code.replace(anchor, anchor + FAST_TABLE, 1)
+    code = code.replace(anchor, anchor + "from mnnpy.schema.fast_table import Table as _Table\n", 1)
     return code.replace("self._tab = flatbuffers.table.Table(buf, pos)", "self._tab = _Table(buf, pos)")
 
 
