@@ -45,6 +45,8 @@ def test_winograd_identity_1d(m: int, r: int, interp: Fraction) -> None:
     a, b, g = winograd_matrices(m, r, interp)
     alpha = m + r - 1
     assert a.shape == (alpha, m) and b.shape == (alpha, alpha) and g.shape == (alpha, r)
+    if interp == 1:  # MNN's convention: the Lagrange denominators live in G, so A and B are integral
+        assert np.array_equal(a, np.round(a)) and np.array_equal(b, np.round(b))
     rng = np.random.default_rng(m * 10 + r)
     for _ in range(5):
         d, w = rng.standard_normal(alpha), rng.standard_normal(r)
