@@ -8,6 +8,7 @@ one numpy buffer and returns the aligned base every tensor becomes a view of.
 from __future__ import annotations
 
 import contextlib
+import math
 import mmap
 from dataclasses import dataclass, field
 
@@ -103,13 +104,13 @@ def allocate(nbytes: int, shared: bool = False) -> tuple[np.ndarray, int]:
 def shared_empty(shape: tuple[int, ...], dtype: np.dtype | type = np.float32) -> np.ndarray:
     """An array in anonymous shared memory (mmap MAP_SHARED, zero-filled): processes forked after it was made read
     and write the same bytes (worker-process lanes, backends/cpu/compute/procs.py). Page-aligned."""
-    nbytes = max(1, int(np.prod(shape)) * np.dtype(dtype).itemsize)
-    return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype, count=int(np.prod(shape))).reshape(shape)
+    nbytes = max(1, math.prod(shape) * np.dtype(dtype).itemsize)
+    return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype, count=math.prod(shape)).reshape(shape)
 
 
 def view(buf: np.ndarray, base: int, chunk: Chunk, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
     """A typed, shaped view of a planned chunk."""
-    n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    n = math.prod(shape) * np.dtype(dtype).itemsize
     return buf[base + chunk.offset: base + chunk.offset + n].view(dtype).reshape(shape)
 
 
@@ -118,7 +119,7 @@ def alias_view(src: np.ndarray, dtype: np.dtype, shape: tuple[int, ...]) -> np.n
     if not src.flags.c_contiguous:
         raise ValueError(f"cannot alias a non-contiguous array of shape {src.shape}")
     out = src.reshape(-1).view(np.uint8).view(dtype)
-    if out.size != int(np.prod(shape)):
+    if out.size != math.prod(shape):
         raise ValueError(f"cannot alias {src.shape} {src.dtype} as {shape} {np.dtype(dtype)}: sizes differ")
     return out.reshape(shape)
 
@@ -161,7 +162,7 @@ class StaticPool:
     def zeros(self, shape: tuple[int, ...], dtype: np.dtype | type = np.float32) -> np.ndarray:
         """A zero-filled C-contiguous array of fresh pool memory (never handed out twice)."""
         dt = np.dtype(dtype)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        nbytes = math.prod(shape) * dt.itemsize
         if self.buffer is None or self.used + nbytes > self.buffer.size:
             self._new_chunk(nbytes)
         assert self.buffer is not None

@@ -22,6 +22,7 @@ log2 units: the keys scaled by log2(e) too); with AVX2 only, its exp2 is ~1.65x 
 from __future__ import annotations
 
 import functools
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -120,7 +121,7 @@ class Scratch:
             buffer.reshape(-1).view(np.float32)[: p.scratch_bytes // 4]
         offset = 0
         for name, shape in shapes.items():
-            size = int(np.prod(shape))
+            size = math.prod(shape)
             setattr(self, name, flat[offset: offset + size].reshape(shape))
             offset += size
         self.ones = np.ones((1, p.block_kv), np.float32)  # row sums as a GEMV (outside the arena: never rewritten)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from mnnpy.backends.cpu.layout import pack_into, unpack
 from mnnpy.backends.cpu.ops._common import ANY, CPUExecution
@@ -26,7 +28,7 @@ def _identity(spec: RasterSpec, size: int) -> bool:
 def _same_bytes(packed_shape: tuple[int, ...]) -> bool:
     """An NC4HW4 tensor of this logical shape has the bytes of its plain (NCHW) layout: whole 4-channel packs and
     one pixel (MatMuls converted to 1x1 convolutions: [M, K, 1, 1])."""
-    return len(packed_shape) >= 2 and packed_shape[1] % 4 == 0 and int(np.prod(packed_shape[2:], dtype=np.int64)) == 1
+    return len(packed_shape) >= 2 and packed_shape[1] % 4 == 0 and math.prod(packed_shape[2:]) == 1
 
 
 @cpu_kernel(fb.OpType.Raster, formats=ANY)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -62,7 +63,7 @@ def raster(regions: Sequence[Region], origins: Sequence[np.ndarray], out_shape: 
            dtype: np.dtype | None = None) -> np.ndarray:
     """Apply regions: a new array of `out_shape` (zero-filled) written from the logical origin arrays."""
     dt = np.dtype(dtype) if dtype is not None else (origins[0].dtype if origins else np.dtype(np.float32))
-    out = np.zeros(int(np.prod(out_shape)), dtype=dt)
+    out = np.zeros(math.prod(out_shape), dtype=dt)
     flat_origins = [np.ascontiguousarray(o).reshape(-1) for o in origins]
     for r in regions:
         src = region_view(flat_origins[r.origin], r.src.offset, r.src.stride, r.size)
