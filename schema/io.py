@@ -19,7 +19,7 @@ from . import mnn_generated as fb
 from .errors import ModelError
 from .layout_generated import LAYOUT
 from .verify import verify_buffer
-from .walk import fields, visit
+from .walk import fields, reaching, visit
 
 _OPTYPES = frozenset(LAYOUT["enums"]["OpType"]["values"].values())
 _OPNAMES = {v: k for k, v in LAYOUT["enums"]["OpType"]["values"].items()}
@@ -56,7 +56,7 @@ def load_net(model: bytes | bytearray | memoryview | PathLike) -> fb.NetT:
         net = fb.NetT.InitFromPackedBuf(buf, 0)
     except Exception as exc:  # the verifier should make this unreachable; never let a raw error escape
         raise ModelError(f"{source}: cannot decode Net: {type(exc).__name__}: {exc}") from exc
-    visit(net, "Net", _decode_strings)
+    visit(net, "Net", _decode_strings, reaching(_STRINGS))
     check_net(net, source)
     return net
 
@@ -73,7 +73,7 @@ def _check_ops(ops: list, n_tensors: int, where: str) -> None:
             idx = getattr(op, role)
             if idx is None or len(idx) == 0:
                 continue
-            bad = [int(t) for t in np.asarray(idx).ravel() if not 0 <= int(t) < n_tensors]
+            bad = [t for t in np.asarray(idx).ravel().tolist() if not 0 <= t < n_tensors]
             if bad:
                 raise ModelError(f"{where}: {_op_label(op, i)} {role} {bad} out of range (tensors: {n_tensors})")
         _check_param(op, _op_label(op, i), where)
@@ -134,11 +134,14 @@ def check_net(net: fb.NetT, source: str = "<net>") -> None:
                 raise ModelError(f"{where}: {role} {idx} out of range (tensors: {n_sub})")
 
 
+_STRINGS = ("vector", ("string",))
+
+
 def _decode_strings(obj: Any, table: str) -> None:
     """flatc decodes single strings for the object API but leaves `[string]` items as bytes: decode those too."""
     for _, attr, kind in fields(table):
         value = getattr(obj, attr, None)
-        if value is not None and kind == ("vector", ("string",)):
+        if value is not None and kind == _STRINGS:
             setattr(obj, attr, [v.decode("utf-8") if isinstance(v, bytes) else v for v in value])
 
 

@@ -27,19 +27,48 @@ def union_member(obj: Any, table: str, field: str, union: str) -> str:
     return members[tag] if 0 <= tag < len(members) else "NONE"
 
 
-def visit(obj: Any, table: str, fn: Any) -> None:
-    """Call `fn(obj, table)` on `obj` and on every table object below it (sub-tables, union values, vectors)."""
+def _children(table: str) -> set[str]:
+    """Tables a `table` object can hold directly (sub-tables, union members, vector items)."""
+    out = set()
+    for _, kind in LAYOUT["tables"][table]:
+        if kind[0] == "table":
+            out.add(kind[1])
+        elif kind[0] == "union":
+            out.update(m for m in LAYOUT["unions"][kind[1]] if m != "NONE")
+        elif kind[0] == "vector" and kind[1][0] == "table":
+            out.add(kind[1][1])
+    return out
+
+
+@cache
+def reaching(kind: tuple) -> frozenset[str]:
+    """The tables that have a field of this `kind` (e.g. `("vector", ("string",))`) or hold one, at any depth: a
+    `visit` limited to them sees every such field and skips the rest of the tree."""
+    found = {t for t, spec in LAYOUT["tables"].items() if any(k == kind for _, k in spec)}
+    children = {t: _children(t) for t in LAYOUT["tables"]}
+    while True:
+        more = {t for t, kids in children.items() if t not in found and kids & found}
+        if not more:
+            return frozenset(found)
+        found |= more
+
+
+def visit(obj: Any, table: str, fn: Any, within: frozenset[str] | None = None) -> None:
+    """Call `fn(obj, table)` on `obj` and on every table object below it (sub-tables, union values, vectors); with
+    `within`, only on tables named there (and below them only through such tables)."""
     fn(obj, table)
     for name, attr, kind in fields(table):
         value = getattr(obj, attr, None)
         if value is None:
             continue
         if kind[0] == "table":
-            visit(value, kind[1], fn)
+            child, items = kind[1], (value,)
         elif kind[0] == "union":
-            member = union_member(obj, table, name, kind[1])
-            if member != "NONE":
-                visit(value, member, fn)
+            child, items = union_member(obj, table, name, kind[1]), (value,)
         elif kind[0] == "vector" and kind[1][0] == "table":
-            for item in value:
-                visit(item, kind[1][1], fn)
+            child, items = kind[1][1], value
+        else:
+            continue
+        if child != "NONE" and (within is None or child in within):
+            for item in items:
+                visit(item, child, fn, within)
