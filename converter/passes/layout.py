@@ -19,7 +19,7 @@ NC4HW4 = fb.MNN_DATA_FORMAT.NC4HW4
 
 NC4HW4_OPS = {OP.Convolution, OP.ConvolutionDepthwise, OP.Deconvolution, OP.DeconvolutionDepthwise, OP.Pooling,
               OP.Pooling3D, OP.Interp, OP.Scale, OP.PReLU, OP.BatchNorm, OP.InstanceNorm, OP.LRN, OP.Resize,
-              OP.Crop, OP.GridSample, OP.Convolution3D}
+              OP.Crop, OP.GridSample, OP.Convolution3D, OP.ROIAlign, OP.ROIPooling}
 FOLLOW_INPUT_OPS = {OP.ReLU, OP.ReLU6, OP.Selu, OP.ELU, OP.UnaryOp, OP.Sigmoid, OP.TanH, OP.Cast}
 FOLLOW_ALL_OPS = {OP.BinaryOp, OP.Concat, OP.Eltwise}
 

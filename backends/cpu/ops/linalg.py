@@ -1,4 +1,4 @@
-"""Svd: thin singular value decomposition of a float matrix (MNN: CPUSvd)."""
+"""Svd (thin singular value decomposition of a float matrix) and Det (MNN: CPUSvd, CPUDet)."""
 
 from __future__ import annotations
 
@@ -26,3 +26,11 @@ class Svd(CPUExecution):
         self.outputs[0].array[...] = w
         self.outputs[1].array[...] = u * flip
         self.outputs[2].array[...] = vt * flip[:, None]
+
+
+@cpu_kernel(fb.OpType.Det, formats=(NCHW,))
+class Det(CPUExecution):
+    """Determinant of each [M, M] matrix of [..., M, M], by LU in float64 (LAPACK getrf), rounded once to float32."""
+
+    def on_execute(self) -> None:
+        self.y.array[...] = np.linalg.det(np.asarray(self.x.array, np.float64))

@@ -1,4 +1,5 @@
-"""Cast, GatherV2 (runtime indices), Select/Where, Fill, ZerosLike, Range and Padding (reflect/edge/value)."""
+"""Cast, GatherV2 (runtime indices), Select/Where, Fill, ZerosLike, Range, Padding (reflect/edge/value) and
+ReverseSequence."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import numpy as np
 from mnnpy.backends.cpu.layout import logical, store
 from mnnpy.backends.cpu.ops._common import CF, CPUExecution
 from mnnpy.schema import mnn_generated as fb
+from mnnpy.schema.errors import ModelError
 
 from mnnpy.core.registry import cpu_kernel
 from mnnpy.core.shape._util import ints
@@ -110,3 +112,23 @@ class SliceTf(CPUExecution):
         index = tuple(slice(int(b) + (d if b < 0 else 0), int(b) + (d if b < 0 else 0) + n)
                       for b, d, n in zip(begin, dims, self.y.desc.shape, strict=False))
         np.copyto(self.y.array, self.x.array[index])
+
+
+@cpu_kernel(OT.ReverseSequence)
+class ReverseSequence(CPUExecution):
+    """y = x, then for each batch entry b the first lengths[b] steps along the sequence axis reversed (MNN:
+    CPUReverseSequence; ONNX ReverseSequence, TF reverse_sequence)."""
+
+    def on_execute(self) -> None:
+        x, y = self.x.array, self.y.array
+        p = self.op.main
+        batch_axis, seq_axis = p.batchDim % x.ndim, p.seqDim % x.ndim
+        steps = x.shape[seq_axis]
+        np.copyto(y, x)
+        for b, n in enumerate(np.asarray(self.inputs[1].array).reshape(-1).tolist()):
+            if not 0 <= n <= steps:
+                raise ModelError(f"op {self.op.name!r} (ReverseSequence): length {n} of batch entry {b} is outside "
+                                 f"[0, {steps}]")
+            index = [slice(None)] * x.ndim
+            index[batch_axis], index[seq_axis] = slice(b, b + 1), slice(0, n)
+            y[tuple(index)] = np.flip(x[tuple(index)], axis=seq_axis)

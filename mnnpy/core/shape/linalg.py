@@ -1,4 +1,4 @@
-"""Shapes of linear-algebra ops: Svd (MNN: ShapeSvd)."""
+"""Shapes of linear-algebra ops: Svd and Det (MNN: ShapeSvd, ShapeDet)."""
 
 from __future__ import annotations
 
@@ -25,3 +25,12 @@ def svd(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
     if rows < cols:
         raise ModelError(f"op {op.name!r} (Svd): needs rows >= columns, got {rows}x{cols} (transpose it first)")
     return [TensorDesc((cols,), F32, NCHW), TensorDesc((rows, cols), F32, NCHW), TensorDesc((cols, cols), F32, NCHW)]
+
+
+@shape_fn(OT.Det)
+def det(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
+    """Determinants of square matrices [..., M, M]: [...]."""
+    shape = descs[0].shape
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise ModelError(f"op {op.name!r} (Det): input must be [..., M, M] square matrices, got shape {list(shape)}")
+    return [TensorDesc(shape[:-2], F32, NCHW)]

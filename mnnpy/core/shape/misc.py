@@ -36,6 +36,21 @@ def zeros_like(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDes
     return [descs[0]]
 
 
+@shape_fn(OT.ReverseSequence)
+def reverse_sequence(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
+    """x [.., batch, .., seq, ..] and lengths [batch]: the shape of x."""
+    p, shape = op.main, descs[0].shape
+    rank = len(shape)
+    if p is None or not (-rank <= p.batchDim < rank and -rank <= p.seqDim < rank) \
+            or p.batchDim % max(rank, 1) == p.seqDim % max(rank, 1):
+        raise ModelError(f"op {op.name!r} (ReverseSequence): batch and sequence axes must be two different axes of "
+                         f"shape {list(shape)}")
+    if descs[1].shape != (shape[p.batchDim],):
+        raise ModelError(f"op {op.name!r} (ReverseSequence): lengths of shape {list(descs[1].shape)} for a batch of "
+                         f"{shape[p.batchDim]}")
+    return [TensorDesc(shape, descs[0].dtype, NCHW)]
+
+
 @shape_fn(OT.Range, needs_values=(0, 1, 2))
 def range_(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
     start, limit, delta = (np.asarray(v).ravel()[0] for v in values[:3])

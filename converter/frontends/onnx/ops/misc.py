@@ -1,4 +1,5 @@
-"""Less common ops: Round, IsNaN, IsInf, Trilu, OneHot, Hardmax, LpNormalization, LRN, GridSample, EyeLike, Swish."""
+"""Less common ops: Round, IsNaN, IsInf, Trilu, OneHot, Hardmax, LpNormalization, LRN, GridSample, RoiAlign, EyeLike,
+Swish, Shrink, Det, ReverseSequence."""
 
 from __future__ import annotations
 
@@ -150,6 +151,28 @@ def grid_sample(ctx: Context, node: OnnxNode, *, align_corners: int = 0, mode: s
     ctx.emit(OP.GridSample, [node.inputs[0], node.inputs[1]], node.outputs, PARAM.GridSample, param, name=node.name)
 
 
+@onnx_op("RoiAlign", since=10)
+def roi_align(ctx: Context, node: OnnxNode, *, coordinate_transformation_mode: str | None = None, mode: str = "avg",
+              output_height: int = 1, output_width: int = 1, sampling_ratio: int = 0,
+              spatial_scale: float = 1.0) -> None:
+    """RoiAlign (X, rois [n, 4], batch_indices [n]) -> ROIAlign with RoiParameters (MNN's CPUROIAlign takes the ONNX
+    inputs as they are). The coordinate mode is "output_half_pixel" before opset 16 and "half_pixel" (aligned) by
+    default from it."""
+    if coordinate_transformation_mode is None:
+        coordinate_transformation_mode = "half_pixel" if ctx.opset >= 16 else "output_half_pixel"
+    # mode "max": ONNX (onnxruntime's kernel, the node tests' data) takes the largest of each sample's four weighted
+    # corner terms, MNN's MAXPOOL the largest interpolated sample; the two disagree, so it is refused, not guessed
+    if mode != "avg" or coordinate_transformation_mode not in ("half_pixel", "output_half_pixel"):
+        raise UseFunctionBody(f"{node.label()}: mode '{mode}' / coordinate_transformation_mode "
+                              f"'{coordinate_transformation_mode}' is not supported")
+    param = fb.RoiParametersT()
+    param.pooledHeight, param.pooledWidth = int(output_height), int(output_width)
+    param.spatialScale, param.samplingRatio = float(spatial_scale), int(sampling_ratio)
+    param.aligned = coordinate_transformation_mode == "half_pixel"
+    param.poolType = fb.PoolType.AVEPOOL
+    ctx.emit(OP.ROIAlign, list(node.inputs[:3]), node.outputs, PARAM.RoiParameters, param, name=node.name)
+
+
 @onnx_op("EyeLike")
 def eye_like(ctx: Context, node: OnnxNode, *, dtype: int | None = None, k: int = 0) -> None:
     """EyeLike of a statically shaped 2-D input -> a constant (Identity so the output has a producer)."""
@@ -167,3 +190,30 @@ def swish(ctx: Context, node: OnnxNode, *, alpha: float = 1.0) -> None:
     x = node.inputs[0]
     scaled = x if alpha == 1.0 else ctx.binary(BIN.MUL, x, ctx.const(np.float32(alpha)))
     ctx.binary(BIN.MUL, x, ctx.unary(UN.SIGMOID, scaled), node.outputs[0])
+
+
+@onnx_op("Shrink", since=9)
+def shrink(ctx: Context, node: OnnxNode, *, bias: float = 0.0, lambd: float = 0.5) -> None:
+    """Shrink -> x - bias where x > lambd, x + bias where -lambd > x, else 0 (two Selects). The second test is
+    written as GREATER(-lambd, x): official MNN 3.6.1 gets LESS(x, scalar) wrong here."""
+    x = node.inputs[0]
+    cast = np.float32 if ctx.is_float(x) else np.int32  # MNN holds integer tensors as int32
+    inner = ctx.out(OP.Select, [ctx.binary(BIN.GREATER, ctx.const(cast(-lambd)), x),
+                                ctx.binary(BIN.ADD, x, ctx.const(cast(bias))), ctx.const(cast(0))], name="Select")
+    ctx.out(OP.Select, [ctx.binary(BIN.GREATER, x, ctx.const(cast(lambd))),
+                        ctx.binary(BIN.SUB, x, ctx.const(cast(bias))), inner], [node.outputs[0]])
+
+
+@onnx_op("Det", since=11)
+def det(ctx: Context, node: OnnxNode) -> None:
+    """Det -> Det (determinants of the trailing [M, M] matrices)."""
+    ctx.emit(OP.Det, [node.inputs[0]], node.outputs, name=node.name)
+
+
+@onnx_op("ReverseSequence", since=10)
+def reverse_sequence(ctx: Context, node: OnnxNode, *, batch_axis: int = 1, time_axis: int = 0) -> None:
+    """ReverseSequence (x, sequence_lens) -> ReverseSequence(batchDim, seqDim)."""
+    param = fb.ReverseSequenceParamT()
+    param.batchDim, param.seqDim = int(batch_axis), int(time_axis)
+    ctx.emit(OP.ReverseSequence, list(node.inputs[:2]), node.outputs, PARAM.ReverseSequenceParam, param,
+             name=node.name)

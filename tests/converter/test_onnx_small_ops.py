@@ -1,0 +1,95 @@
+"""RoiAlign, Det, ReverseSequence and Shrink: converted by mnnpy, run by mnnpy's CPU session and by official MNN,
+against onnxruntime, on shapes larger than the ONNX node tests' (batches, several rois, lengths 0 and full)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from mnnpy.schema import ModelError
+
+from .helpers import F, TensorProto, make_model, oh, rel_diff, run_ort
+from .onnx_backend import BACKENDS
+
+RNG = np.random.default_rng(7)
+I64 = TensorProto.INT64
+
+
+def _run(runtime: str, model: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    if runtime == "official":
+        pytest.importorskip("MNN", reason="official MNN wheel not installed")
+    rep = BACKENDS[runtime].prepare(model)
+    try:
+        return list(rep.run(feeds))
+    finally:
+        rep.path.unlink(missing_ok=True)
+
+
+def _check(runtime: str, model: Any, feeds: dict[str, np.ndarray], rtol: float = 1e-5) -> None:
+    for got, ref in zip(_run(runtime, model, feeds), run_ort(model, feeds), strict=True):
+        assert list(np.shape(got)) == list(np.shape(ref))
+        assert rel_diff(np.asarray(got, np.float32), ref.astype(np.float32)) <= rtol
+
+
+def _roi_model(mode: str = "half_pixel") -> Any:
+    node = oh.make_node("RoiAlign", ["x", "rois", "idx"], ["y"], output_height=3, output_width=4, sampling_ratio=0,
+                        spatial_scale=0.5, coordinate_transformation_mode=mode)
+    return make_model([node], [("x", F, [2, 5, 9, 11]), ("rois", F, [6, 4]), ("idx", I64, [6])], ["y"], {}, 16)
+
+
+def _roi_feeds() -> dict[str, np.ndarray]:
+    corners = RNG.uniform(-2, 22, size=(6, 2, 2))  # some rois partly outside the 2x-scaled 9x11 map
+    rois = np.concatenate([corners.min(axis=1), corners.max(axis=1)], axis=1)  # x1, y1, x2, y2
+    return {"x": RNG.standard_normal((2, 5, 9, 11)).astype(np.float32), "rois": rois.astype(np.float32),
+            "idx": np.array([0, 1, 1, 0, 1, 0], np.int64)}
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+@pytest.mark.parametrize("mode", ["half_pixel", "output_half_pixel"])
+def test_roi_align_avg(runtime: str, mode: str) -> None:
+    _check(runtime, _roi_model(mode), _roi_feeds(), rtol=1e-4)
+
+
+def test_roi_align_max_is_refused() -> None:
+    node = oh.make_node("RoiAlign", ["x", "rois", "idx"], ["y"], mode="max")
+    model = make_model([node], [("x", F, [1, 1, 4, 4]), ("rois", F, [1, 4]), ("idx", I64, [1])], ["y"], {}, 16)
+    with pytest.raises(ModelError, match=r"RoiAlign.*mode 'max'"):
+        BACKENDS["mnnpy"].prepare(model)
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+def test_det_batched(runtime: str) -> None:
+    model = make_model([oh.make_node("Det", ["x"], ["y"])], [("x", F, [2, 3, 4, 4])], ["y"], {}, 13)
+    _check(runtime, model, {"x": RNG.standard_normal((2, 3, 4, 4)).astype(np.float32)}, rtol=1e-4)
+
+
+def _reverse_model(batch_axis: int, time_axis: int, shape: list[int]) -> Any:
+    node = oh.make_node("ReverseSequence", ["x", "n"], ["y"], batch_axis=batch_axis, time_axis=time_axis)
+    return make_model([node], [("x", F, shape), ("n", I64, [shape[batch_axis]])], ["y"], {}, 10)
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+@pytest.mark.parametrize(("batch_axis", "time_axis"), [(0, 1), (1, 0)])
+def test_reverse_sequence(runtime: str, batch_axis: int, time_axis: int) -> None:
+    shape = [5, 4, 3] if batch_axis == 1 else [4, 5, 3]
+    model = _reverse_model(batch_axis, time_axis, shape)
+    # a length of 0 (nothing reversed) is valid ONNX; official MNN 3.6.1 fails on it ("ReverseSequence info error")
+    lengths = [0, 5, 1, 3] if runtime == "mnnpy" else [2, 5, 1, 3]
+    feeds = {"x": RNG.standard_normal(shape).astype(np.float32), "n": np.array(lengths, np.int64)}
+    _check(runtime, model, feeds)
+
+
+def test_reverse_sequence_length_out_of_range() -> None:
+    model = _reverse_model(0, 1, [2, 3])
+    feeds = {"x": np.zeros((2, 3), np.float32), "n": np.array([1, 4], np.int64)}
+    with pytest.raises(ModelError, match=r"ReverseSequence.*length 4 of batch entry 1 is outside \[0, 3\]"):
+        _run("mnnpy", model, feeds)
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+@pytest.mark.parametrize(("bias", "lambd"), [(0.0, 0.5), (0.3, 0.4)])
+def test_shrink(runtime: str, bias: float, lambd: float) -> None:
+    model = make_model([oh.make_node("Shrink", ["x"], ["y"], bias=bias, lambd=lambd)], [("x", F, [3, 40])], ["y"],
+                       {}, 13)
+    _check(runtime, model, {"x": RNG.uniform(-1, 1, (3, 40)).astype(np.float32)})
