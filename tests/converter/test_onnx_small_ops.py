@@ -93,3 +93,45 @@ def test_shrink(runtime: str, bias: float, lambd: float) -> None:
     model = make_model([oh.make_node("Shrink", ["x"], ["y"], bias=bias, lambd=lambd)], [("x", F, [3, 40])], ["y"],
                        {}, 13)
     _check(runtime, model, {"x": RNG.uniform(-1, 1, (3, 40)).astype(np.float32)})
+
+
+POOL_CASES = [  # (op, attrs, input shape, opset)
+    ("MaxPool", {"kernel_shape": [3, 2], "dilations": [2, 3], "strides": [2, 1], "pads": [1, 0, 2, 1]}, [2, 3, 11, 10],
+     12),
+    ("MaxPool", {"kernel_shape": [3, 2], "dilations": [2, 3], "strides": [2, 2], "pads": [1, 0, 2, 1], "ceil_mode": 1},
+     [1, 2, 12, 9], 12),
+    ("MaxPool", {"kernel_shape": [3, 3], "dilations": [2, 2], "strides": [2, 2], "auto_pad": "SAME_UPPER"},
+     [1, 2, 9, 8], 12),
+    ("MaxPool", {"kernel_shape": [3, 3], "dilations": [2, 2], "strides": [2, 2], "auto_pad": "SAME_LOWER"},
+     [1, 2, 10, 9], 12),
+    ("MaxPool", {"kernel_shape": [3], "dilations": [2], "strides": [2], "pads": [2, 1]}, [2, 3, 13], 12),
+    ("AveragePool", {"kernel_shape": [3, 2], "dilations": [2, 2], "strides": [2, 1], "pads": [2, 1, 1, 1],
+                     "count_include_pad": 0}, [1, 3, 10, 9], 19),
+    ("AveragePool", {"kernel_shape": [3, 2], "dilations": [2, 2], "strides": [2, 1], "pads": [2, 1, 1, 1],
+                     "count_include_pad": 1}, [1, 3, 10, 9], 19),
+    ("AveragePool", {"kernel_shape": [3, 3], "dilations": [2, 2], "strides": [3, 3], "pads": [1, 1, 1, 1],
+                     "ceil_mode": 1, "count_include_pad": 1}, [1, 2, 11, 13], 19),
+]
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+@pytest.mark.parametrize(("op", "attrs", "shape", "opset"), POOL_CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(POOL_CASES)])
+def test_dilated_pooling(runtime: str, op: str, attrs: dict[str, Any], shape: list[int], opset: int) -> None:
+    model = make_model([oh.make_node(op, ["x"], ["y"], **attrs)], [("x", F, shape)], ["y"], {}, opset)
+    reference = model
+    if attrs.get("auto_pad", "NOTSET").startswith("SAME"):
+        # onnxruntime sizes SAME padding by the undilated kernel (a 9x8 input, stride 2, kernel 3 dilated 2 gives it
+        # 4x3, against the spec's ceil(in / stride) = 5x4 that mnnpy and ONNX's shape inference use): the oracle is
+        # onnxruntime on the explicit pads the spec implies
+        kernel, dilations, strides = attrs["kernel_shape"], attrs["dilations"], attrs["strides"]
+        total = [max(0, (-(-n // s) - 1) * s + (k - 1) * d + 1 - n)
+                 for n, k, d, s in zip(shape[2:], kernel, dilations, strides, strict=True)]
+        begin = [t // 2 if attrs["auto_pad"] == "SAME_UPPER" else t - t // 2 for t in total]
+        explicit = {k: v for k, v in attrs.items() if k != "auto_pad"}
+        explicit["pads"] = begin + [t - b for t, b in zip(total, begin, strict=True)]
+        reference = make_model([oh.make_node(op, ["x"], ["y"], **explicit)], [("x", F, shape)], ["y"], {}, opset)
+    feeds = {"x": RNG.standard_normal(shape).astype(np.float32)}
+    got, ref = _run(runtime, model, feeds)[0], run_ort(reference, feeds)[0]
+    assert list(got.shape) == list(ref.shape)
+    assert rel_diff(np.asarray(got, np.float32), ref) <= 1e-5

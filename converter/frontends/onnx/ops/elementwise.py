@@ -93,6 +93,21 @@ def logical_not(ctx: Context, node: OnnxNode) -> None:
     ctx.binary(BIN.EQUAL, node.inputs[0], ctx.const(np.int32(0)), node.outputs[0])
 
 
+# BitwiseNot as an XOR with all ones of the source type: MNN holds every integer tensor as int32, so signed values
+# (sign-extended) take -1 and the unsigned 8- and 16-bit ones their own maximum
+_NOT_MASKS = {2: 0xFF, 4: 0xFFFF, 3: -1, 5: -1, 6: -1, 7: -1}  # uint8, uint16, int8, int16, int32, int64
+
+
+@onnx_op("BitwiseNot", since=18)
+def bitwise_not(ctx: Context, node: OnnxNode) -> None:
+    """BitwiseNot -> x XOR all-ones (int32 arithmetic; 32- and 64-bit unsigned inputs are refused)."""
+    dtype = ctx.dtypes.get(node.inputs[0])
+    if dtype not in _NOT_MASKS:
+        raise UseFunctionBody(f"{node.label()}: BitwiseNot of ONNX type {dtype} is not supported (MNN holds "
+                              f"integers as int32)")
+    ctx.binary(BIN.BITWISE_XOR, node.inputs[0], ctx.const(np.int32(_NOT_MASKS[dtype])), node.outputs[0])
+
+
 @onnx_op("Where")
 def where(ctx: Context, node: OnnxNode) -> None:
     """Where(cond, x, y) -> Select."""

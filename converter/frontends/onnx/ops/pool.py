@@ -1,6 +1,9 @@
-"""Pooling: MaxPool, AveragePool -> Pooling; GlobalAveragePool, GlobalMaxPool -> Pooling3D(isGlobal), as MNNConvert."""
+"""Pooling: MaxPool, AveragePool -> Pooling; GlobalAveragePool, GlobalMaxPool -> Pooling3D(isGlobal), as MNNConvert.
+Dilated windows, which MNN's Pool has no field for, become a sum or max of strided slices (`_dilated_pool`)."""
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 from mnnpy.schema import mnn_generated as fb
@@ -9,6 +12,7 @@ from ..context import BIN, OP, PARAM, UN, Context, OnnxNode
 from ..functions import UseFunctionBody
 from ..registry import onnx_op
 from .conv import same_lower_pads
+from .shape import _strided_slice
 
 
 def _pool(ctx: Context, node: OnnxNode, pool_type: int, auto_pad: str, ceil_mode: int, kernel_shape: list[int],
@@ -84,17 +88,82 @@ def _ceil_as_floor_pads(spatial: list[int], kernel: list[int], strides: list[int
     return result
 
 
+def _dilated_pool(ctx: Context, node: OnnxNode, kind: str, x: str, auto_pad: str, ceil_mode: int,
+                  kernel: list[int], dilations: list[int], pads: list[int] | None, strides: list[int] | None,
+                  count_include_pad: int = 0) -> str:
+    """A dilated pooling window (any spatial rank, static shape) as one strided slice per kernel tap of the padded
+    input, combined by MAXIMUM ("max") or summed ("sum", "avg"; "avg" then times a constant 1 / count per output
+    position). ONNX's rules: the output size by floor or ceil mode, where a ceil-mode window must start inside the
+    input or its begin padding; padding and the ceil overhang never win a max; an average counts the declared
+    padding only with count_include_pad, never the overhang. Returns the result's name."""
+    shape = ctx.shape(x)
+    n = len(kernel)
+    if shape is None or len(shape) != n + 2 or None in shape[2:]:
+        raise UseFunctionBody(f"{node.label()}: dilated pooling needs the input's spatial shape")
+    spatial = [int(v) for v in shape[2:]]
+    strides = list(strides or [1] * n)
+    extent = [(k - 1) * d + 1 for k, d in zip(kernel, dilations, strict=True)]
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        outs = [-(-size // s) for size, s in zip(spatial, strides, strict=True)]
+        total = [max(0, (o - 1) * s + e - size) for o, s, e, size in zip(outs, strides, extent, spatial, strict=True)]
+        small = [t // 2 for t in total]
+        begin = small if auto_pad == "SAME_UPPER" else [t - h for t, h in zip(total, small, strict=True)]
+        pads = begin + [t - b for t, b in zip(total, begin, strict=True)]
+    elif auto_pad == "VALID":
+        pads = [0] * (2 * n)
+    pads = list(pads or [0] * (2 * n))
+    outs = []
+    for i in range(n):
+        span = spatial[i] + pads[i] + pads[i + n] - extent[i]
+        o = (-(-span // strides[i]) if ceil_mode else span // strides[i]) + 1
+        if ceil_mode and (o - 1) * strides[i] >= spatial[i] + pads[i]:
+            o -= 1
+        outs.append(o)
+    if min(outs) < 1:
+        raise UseFunctionBody(f"{node.label()}: the dilated window does not fit the input")
+    # pad by the declared begin padding, and at the end by whatever the last window reaches
+    ends = [max(0, (o - 1) * s + e - b - size)
+            for o, s, e, b, size in zip(outs, strides, extent, pads[:n], spatial, strict=True)]
+    fill = np.float32(-np.inf) if kind == "max" else np.float32(0.0)
+    pairs = np.asarray([0, 0, 0, 0] + [v for i in range(n) for v in (pads[i], ends[i])], np.int32)
+    padded = ctx.out(OP.Padding, [x, ctx.const(pairs, "pads"), ctx.const(fill, "value")], None, PARAM.PadParam,
+                     fb.PadParamT(), name="Padding") if pairs.any() else x
+    axes = ctx.const(np.arange(2, n + 2, dtype=np.int32), "axes")
+    steps = ctx.const(np.asarray(strides, np.int32), "steps")
+    result = ""
+    for tap in itertools.product(*(range(k) for k in kernel)):
+        starts = [t * d for t, d in zip(tap, dilations, strict=True)]
+        stops = [b + (o - 1) * s + 1 for b, o, s in zip(starts, outs, strides, strict=True)]
+        piece = _strided_slice(ctx, [padded, ctx.const(np.asarray(starts, np.int32), "starts"),
+                                     ctx.const(np.asarray(stops, np.int32), "ends"), axes, steps])
+        result = piece if not result else ctx.binary(BIN.MAXIMUM if kind == "max" else BIN.ADD, result, piece)
+    if kind != "avg":
+        return result
+    counts = np.ones(outs, np.float64)
+    for i in range(n):  # taps per output position along axis i, inside the input (or the declared padding)
+        lo, hi = (-pads[i], spatial[i] + pads[i + n]) if count_include_pad else (0, spatial[i])
+        first = np.arange(outs[i]) * strides[i] - pads[i]
+        taps = first[:, None] + np.arange(kernel[i])[None, :] * dilations[i]
+        per_axis = ((taps >= lo) & (taps < hi)).sum(axis=1)
+        counts = counts * per_axis.reshape([-1 if j == i else 1 for j in range(n)])
+    scale = (1.0 / np.maximum(counts, 1.0)).astype(np.float32).reshape([1, 1, *outs])
+    return ctx.binary(BIN.MUL, result, ctx.const(scale, "scale"))
+
+
 @onnx_op("MaxPool")
 def max_pool(ctx: Context, node: OnnxNode, *, auto_pad: str = "NOTSET", ceil_mode: int = 0,
              dilations: list[int] | None = None, kernel_shape: list[int] | None = None, pads: list[int] | None = None,
              storage_order: int = 0, strides: list[int] | None = None) -> None:
     """MaxPool -> Pooling(MAXPOOL)."""
-    if dilations is not None and any(d != 1 for d in dilations):
-        raise UseFunctionBody(f"{node.label()}: dilated max pooling is not supported")
     if len(node.outputs) > 1 and node.outputs[1]:
         raise UseFunctionBody(f"{node.label()}: the Indices output of MaxPool is not supported")
     if kernel_shape is None:
         raise UseFunctionBody(f"{node.label()}: kernel_shape is required")
+    if dilations is not None and any(d != 1 for d in dilations):
+        result = _dilated_pool(ctx, node, "max", node.inputs[0], auto_pad, ceil_mode, kernel_shape, dilations, pads,
+                               strides)
+        ctx.alias(result, node.outputs[0])
+        return
     _pool(ctx, node, fb.PoolType.MAXPOOL, auto_pad, ceil_mode, kernel_shape, pads, strides, 0)
 
 
@@ -104,10 +173,13 @@ def average_pool(ctx: Context, node: OnnxNode, *, auto_pad: str = "NOTSET", ceil
                  kernel_shape: list[int] | None = None, pads: list[int] | None = None,
                  strides: list[int] | None = None) -> None:
     """AveragePool -> Pooling(AVEPOOL, countType by count_include_pad)."""
-    if dilations is not None and any(d != 1 for d in dilations):
-        raise UseFunctionBody(f"{node.label()}: dilated average pooling is not supported")
     if kernel_shape is None:
         raise UseFunctionBody(f"{node.label()}: kernel_shape is required")
+    if dilations is not None and any(d != 1 for d in dilations):
+        result = _dilated_pool(ctx, node, "avg", node.inputs[0], auto_pad, ceil_mode, kernel_shape, dilations, pads,
+                               strides, count_include_pad)
+        ctx.alias(result, node.outputs[0])
+        return
     _pool(ctx, node, fb.PoolType.AVEPOOL, auto_pad, ceil_mode, kernel_shape, pads, strides, count_include_pad)
 
 
@@ -125,16 +197,22 @@ def global_pool(ctx: Context, node: OnnxNode) -> None:
 def lp_pool(ctx: Context, node: OnnxNode, *, auto_pad: str = "NOTSET", ceil_mode: int = 0,
             dilations: list[int] | None = None, kernel_shape: list[int] | None = None, p: int = 2,
             pads: list[int] | None = None, strides: list[int] | None = None) -> None:
-    """LpPool -> (AveragePool(|x|^p, padding counted) * kernel area)^(1/p)."""
-    if kernel_shape is None or (dilations is not None and any(d != 1 for d in dilations)):
-        raise UseFunctionBody(f"{node.label()}: needs kernel_shape and no dilation")
+    """LpPool -> (AveragePool(|x|^p, padding counted) * kernel area)^(1/p); dilated: the sum of strided slices."""
+    if kernel_shape is None:
+        raise UseFunctionBody(f"{node.label()}: needs kernel_shape")
     x = node.inputs[0]
     powered = ctx.unary(UN.SQUARE, x) if p == 2 else \
         ctx.binary(BIN.POW, ctx.unary(UN.ABS, x), ctx.const(np.float32(p)))
-    pooled = ctx.graph.unique_name(f"{node.name}_avg")
-    inner = OnnxNode(pooled, "AveragePool", [powered], [pooled], node.domain, node.source_name)
-    _pool(ctx, inner, fb.PoolType.AVEPOOL, auto_pad, ceil_mode, list(kernel_shape), pads, strides, 1)
-    summed = ctx.binary(BIN.MUL, pooled, ctx.const(np.float32(np.prod(kernel_shape))))
+    if dilations is not None and any(d != 1 for d in dilations):
+        if ctx.shape(powered) is None:
+            ctx.shapes[powered] = ctx.shape(x)  # elementwise
+        summed = _dilated_pool(ctx, node, "sum", powered, auto_pad, ceil_mode, list(kernel_shape), dilations, pads,
+                               strides)
+    else:
+        pooled = ctx.graph.unique_name(f"{node.name}_avg")
+        inner = OnnxNode(pooled, "AveragePool", [powered], [pooled], node.domain, node.source_name)
+        _pool(ctx, inner, fb.PoolType.AVEPOOL, auto_pad, ceil_mode, list(kernel_shape), pads, strides, 1)
+        summed = ctx.binary(BIN.MUL, pooled, ctx.const(np.float32(np.prod(kernel_shape))))
     if p == 2:
         ctx.unary(UN.SQRT, summed, node.outputs[0])
     else:
