@@ -135,3 +135,28 @@ def test_dilated_pooling(runtime: str, op: str, attrs: dict[str, Any], shape: li
     got, ref = _run(runtime, model, feeds)[0], run_ort(reference, feeds)[0]
     assert list(got.shape) == list(ref.shape)
     assert rel_diff(np.asarray(got, np.float32), ref) <= 1e-5
+
+
+DFT_CASES = [  # (input shape, attrs, dft_length or None)
+    ([2, 12, 3, 1], {"axis": 1}, None),  # real, forward
+    ([2, 12, 3, 2], {"axis": 1}, 9),  # complex, cut to 9
+    ([2, 3, 7, 2], {"axis": 2, "inverse": 1}, 10),  # complex inverse, zero-padded to 10
+    ([3, 11, 1], {"axis": -2, "onesided": 1}, None),  # real, odd length, one-sided
+    ([2, 6, 4, 2], {"axis": 1, "inverse": 1, "onesided": 1}, None),  # irfft, length 2 * (6 - 1)
+    ([2, 6, 4, 2], {"axis": 1, "inverse": 1, "onesided": 1}, 11),  # irfft, odd length
+]
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+@pytest.mark.parametrize(("shape", "attrs", "length"), DFT_CASES, ids=[str(i) for i in range(len(DFT_CASES))])
+def test_dft(runtime: str, shape: list[int], attrs: dict[str, Any], length: int | None) -> None:
+    from onnx.reference import ReferenceEvaluator
+
+    inits = {} if length is None else {"n": np.array(length, np.int64)}
+    node = oh.make_node("DFT", ["x", "n"] if length is not None else ["x"], ["y"], **attrs)
+    model = make_model([node], [("x", F, shape)], ["y"], inits, 17)
+    feeds = {"x": RNG.standard_normal(shape).astype(np.float32)}
+    ref = ReferenceEvaluator(model).run(None, feeds)[0]  # ONNX's own reference (numpy's FFT)
+    got = _run(runtime, model, feeds)[0]
+    assert list(got.shape) == list(ref.shape)
+    assert np.abs(got - ref).max() <= 1e-4 * max(1.0, np.abs(ref).max())

@@ -1,5 +1,5 @@
 """Less common ops: Round, IsNaN, IsInf, Trilu, OneHot, Hardmax, LpNormalization, LRN, GridSample, RoiAlign, EyeLike,
-Swish, Shrink, Det, ReverseSequence."""
+Swish, Shrink, Det, ReverseSequence, DFT."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from mnnpy.schema import mnn_generated as fb
 from ..context import BIN, OP, PARAM, UN, Context, OnnxNode
 from ..functions import UseFunctionBody
 from ..registry import onnx_op
+from .matmul import matmul_op
 from .reduce import reduction
 
 
@@ -217,3 +218,87 @@ def reverse_sequence(ctx: Context, node: OnnxNode, *, batch_axis: int = 1, time_
     param.batchDim, param.seqDim = int(batch_axis), int(time_axis)
     ctx.emit(OP.ReverseSequence, list(node.inputs[:2]), node.outputs, PARAM.ReverseSequenceParam, param,
              name=node.name)
+
+
+def _dft_matrices(n: int, length: int, inverse: bool, onesided: bool) -> tuple[np.ndarray, np.ndarray, int]:
+    """(cos, sin, columns) for a DFT along an axis of n samples: the transform of length `length` is x @ matrices
+    (rows past `length` are zero: the signal is cut; missing rows are the zero padding). Forward: e^(-i t), inverse:
+    e^(+i t) / length; onesided keeps length // 2 + 1 frequencies; an inverse onesided one (irfft) maps n one-sided
+    coefficients to `length` real samples, the interior frequencies counted twice (their conjugate twins), the
+    imaginary parts of frequency 0 and of length / 2 dropping out (sin 0 = sin(pi t) = 0)."""
+    if inverse and onesided:
+        freqs = min(n, length // 2 + 1)
+        k, t = np.arange(n)[:, None], np.arange(length)[None, :]
+        weight = np.where((k == 0) | (2 * k == length), 1.0, 2.0) * (k < freqs) / length
+        angle = 2.0 * np.pi * k * t / length
+        return (weight * np.cos(angle)).astype(np.float32), (-weight * np.sin(angle)).astype(np.float32), length
+    columns = length // 2 + 1 if onesided else length
+    i, k = np.arange(n)[:, None], np.arange(columns)[None, :]
+    angle = 2.0 * np.pi * (i % length) * k / length
+    scale = (i < length) / (length if inverse else 1.0)
+    return (scale * np.cos(angle)).astype(np.float32), (scale * np.sin(angle)).astype(np.float32), columns
+
+
+@onnx_op("DFT", since=17)
+def dft(ctx: Context, node: OnnxNode, *, axis: int = 1, inverse: int = 0, onesided: int = 0) -> None:
+    """DFT (static shape, constant dft_length and axis) -> MatMuls with constant cos / sin matrices along the axis
+    (moved last by a Permute), real and imaginary parts gathered from and stacked back into the last dimension."""
+    x = node.inputs[0]
+    shape = ctx.shape(x)
+    if ctx.opset >= 20:
+        axis = -2
+        if node.input(2):
+            value = ctx.value(node.inputs[2])
+            if value is None:
+                raise UseFunctionBody(f"{node.label()}: a run-time axis is not supported")
+            axis = int(np.asarray(value).reshape(-1)[0])
+    if shape is None or None in shape or len(shape) < 3 or shape[-1] not in (1, 2):
+        raise UseFunctionBody(f"{node.label()}: DFT needs a static input shape [..., n, 1 or 2]")
+    rank = len(shape)
+    axis = axis % rank
+    if axis == rank - 1:
+        raise UseFunctionBody(f"{node.label()}: the DFT axis cannot be the real/imaginary axis")
+    n = int(shape[axis])
+    length = n if not node.input(1) else None
+    if length is None:
+        value = ctx.value(node.inputs[1])
+        if value is None:
+            raise UseFunctionBody(f"{node.label()}: a run-time dft_length is not supported")
+        length = int(np.asarray(value).reshape(-1)[0])
+    elif inverse and onesided:
+        length = 2 * (n - 1)
+    if length < 1 or (onesided and not inverse and shape[-1] == 2):
+        raise UseFunctionBody(f"{node.label()}: dft_length {length} / a onesided transform of a complex signal is "
+                              f"not supported")
+    cos, sin, columns = _dft_matrices(n, length, bool(inverse), bool(onesided))
+    # [.., n, .., 1|2] -> real and imaginary [rows, n] (the axis moved last), GEMMs, back
+    parts = [ctx.out(OP.GatherV2, [x, ctx.const(np.int32(c)), ctx.const(np.int32(rank - 1))], name="GatherV2")
+             for c in range(shape[-1])]
+    kept = [d for d in range(rank - 1) if d != axis]
+    moved = [*kept, axis]
+    rows = int(np.prod([shape[d] for d in kept]))
+    flat = [ctx.reshape(ctx.permute(p, moved) if moved != list(range(rank - 1)) else p, [rows, n]) for p in parts]
+    cos_name, sin_name = ctx.const(cos, "dft_cos"), ctx.const(sin, "dft_sin")
+    re, im = flat[0], flat[1] if len(flat) > 1 else None
+    if inverse and onesided:  # real output
+        outs = [ctx.binary(BIN.ADD, matmul_op(ctx, re, cos_name), matmul_op(ctx, im, sin_name)) if im else
+                matmul_op(ctx, re, cos_name)]
+    else:
+        sign = BIN.SUB if inverse else BIN.ADD  # forward: re cos + im sin; inverse: re cos - im sin
+        real = matmul_op(ctx, re, cos_name) if im is None else \
+            ctx.binary(sign, matmul_op(ctx, re, cos_name), matmul_op(ctx, im, sin_name))
+        imag_from_re = matmul_op(ctx, re, sin_name)  # forward: im cos - re sin; inverse: im cos + re sin
+        imag = (ctx.unary(UN.NEG, imag_from_re) if not inverse else imag_from_re) if im is None else \
+            ctx.binary(BIN.ADD if inverse else BIN.SUB, matmul_op(ctx, im, cos_name), imag_from_re)
+        outs = [real, imag]
+    back = [int(v) for v in np.argsort(moved)]
+    folded = [ctx.reshape(o, [shape[d] for d in kept] + [columns]) for o in outs]
+    if back != list(range(rank - 1)):
+        folded = [ctx.permute(o, back) for o in folded]
+    stacked = [ctx.squeeze(o, [rank - 1], unsqueeze=True) for o in folded]
+    if len(stacked) == 1:
+        ctx.alias(stacked[0], node.outputs[0])
+        return
+    param = fb.AxisT()
+    param.axis = rank - 1
+    ctx.emit(OP.Concat, stacked, node.outputs, PARAM.Axis, param, name=node.name)
