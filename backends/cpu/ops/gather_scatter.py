@@ -140,7 +140,8 @@ class ScatterElements(CPUExecution):
 
 @cpu_kernel(OT.GridSample)
 class GridSample(CPUExecution):
-    """Sample x [N, C, H, W] at grid [N, Ho, Wo, 2] (x, y in [-1, 1]); bilinear or nearest; zeros, border
+    """Sample x [N, C, *S] (S: H, W or D, H, W) at grid [N, *O, k] (k = len(S) coordinates in [-1, 1], ordered x, y
+    (, z): the last spatial axis first); bilinear / trilinear (every corner of the cell) or nearest; zeros, border
     (CLAMP) or reflection padding; align corners or not."""
 
     def on_resize(self) -> None:
@@ -166,21 +167,24 @@ class GridSample(CPUExecution):
 
     def on_execute(self) -> None:
         x, grid = self.x.array, self.inputs[1].array
-        n, _, h, w = x.shape
-        gx = self._unnormalise(grid[..., 0].astype(np.float64), w)
-        gy = self._unnormalise(grid[..., 1].astype(np.float64), h)
-        batch = np.arange(n)[:, None, None]
+        sizes = x.shape[2:]
+        k = len(sizes)
+        # per spatial axis (D, H, W order), its coordinate: grid component k-1-axis
+        pos = [self._unnormalise(grid[..., k - 1 - axis].astype(np.float64), size) for axis, size in enumerate(sizes)]
+        batch = np.arange(x.shape[0]).reshape((-1,) + (1,) * (grid.ndim - 2))
 
-        def tap(yy: np.ndarray, xx: np.ndarray) -> np.ndarray:
-            inside = (yy >= 0) & (yy < h) & (xx >= 0) & (xx < w)
-            v = x[batch, :, np.clip(yy, 0, h - 1), np.clip(xx, 0, w - 1)]  # [N, Ho, Wo, C]
-            return np.where(inside[..., None], v, 0.0)
+        def tap(index: list[np.ndarray]) -> np.ndarray:
+            inside = np.logical_and.reduce([(i >= 0) & (i < size) for i, size in zip(index, sizes, strict=True)])
+            clipped = tuple(np.clip(i, 0, size - 1) for i, size in zip(index, sizes, strict=True))
+            return np.where(inside[..., None], x[(batch, slice(None), *clipped)], 0.0)  # [N, *O, C]
 
         if self.nearest:
-            out = tap(np.rint(gy).astype(np.intp), np.rint(gx).astype(np.intp))
+            out = tap([np.rint(p).astype(np.intp) for p in pos])
         else:
-            x0, y0 = np.floor(gx).astype(np.intp), np.floor(gy).astype(np.intp)
-            fx, fy = (gx - x0)[..., None], (gy - y0)[..., None]
-            out = (tap(y0, x0) * (1 - fx) * (1 - fy) + tap(y0, x0 + 1) * fx * (1 - fy)
-                   + tap(y0 + 1, x0) * (1 - fx) * fy + tap(y0 + 1, x0 + 1) * fx * fy)
+            low = [np.floor(p).astype(np.intp) for p in pos]
+            frac = [(p - lo)[..., None] for p, lo in zip(pos, low, strict=True)]
+            out = 0.0
+            for corner in np.ndindex(*(2,) * k):
+                weight = np.prod([f if c else 1 - f for f, c in zip(frac, corner, strict=True)], axis=0)
+                out = out + tap([lo + c for lo, c in zip(low, corner, strict=True)]) * weight
         np.copyto(self.y.array, np.moveaxis(out, -1, 1), casting="unsafe")

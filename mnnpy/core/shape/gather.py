@@ -53,6 +53,7 @@ def scatter_elements(op: Any, descs: list[TensorDesc], values: list) -> list[Ten
 @shape_fn(OT.GridSample)
 def grid_sample(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
     x, grid = descs[0].shape, descs[1].shape
-    if len(x) != 4 or len(grid) != 4:
-        raise ModelError(f"op {op.name!r}: only 2-D GridSample is supported, got {x} and {grid}")
-    return [TensorDesc((x[0], x[1], grid[1], grid[2]), descs[0].dtype, descs[0].fmt)]
+    if len(x) not in (4, 5) or len(grid) != len(x) or grid[-1] != len(x) - 2 or grid[0] != x[0]:
+        raise ModelError(f"op {op.name!r}: GridSample needs x [N, C, (D,) H, W] and grid [N, (Do,) Ho, Wo, 2 or 3], "
+                         f"got {list(x)} and {list(grid)}")
+    return [TensorDesc((x[0], x[1], *grid[1:-1]), descs[0].dtype, descs[0].fmt)]

@@ -139,11 +139,11 @@ def lrn(ctx: Context, node: OnnxNode, *, size: int = 1, alpha: float = 0.0001, b
 @onnx_op("GridSample", since=16)
 def grid_sample(ctx: Context, node: OnnxNode, *, align_corners: int = 0, mode: str = "bilinear",
                 padding_mode: str = "zeros") -> None:
-    """GridSample (2-D) -> GridSample(mode, paddingMode, alignCorners)."""
+    """GridSample (2-D or 3-D) -> GridSample(mode, paddingMode, alignCorners)."""
     modes = {"bilinear": fb.SampleMode.BILINEAR, "linear": fb.SampleMode.BILINEAR,
              "nearest": fb.SampleMode.NEAREST}
     pads = {"zeros": fb.BorderMode.ZEROS, "border": fb.BorderMode.CLAMP, "reflection": fb.BorderMode.REFLECTION}
-    if mode not in modes or padding_mode not in pads or ctx.rank(node.inputs[0]) not in (None, 4):
+    if mode not in modes or padding_mode not in pads or ctx.rank(node.inputs[0]) not in (None, 4, 5):
         raise UseFunctionBody(f"{node.label()}: mode '{mode}' / padding '{padding_mode}' / rank is not supported")
     param = fb.GridSampleT()
     param.mode = modes[mode]
