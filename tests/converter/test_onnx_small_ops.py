@@ -176,3 +176,25 @@ def test_grid_sample_3d(runtime: str, mode: str, padding: str, align: int) -> No
     model = make_model([node], [("x", F, [2, 3, 4, 5, 6]), ("g", F, [2, 3, 2, 4, 3])], ["y"], {}, 20)
     grid = RNG.uniform(-1.3, 1.3, (2, 3, 2, 4, 3)).astype(np.float32)  # some samples outside the volume
     _check(runtime, model, {"x": RNG.standard_normal((2, 3, 4, 5, 6)).astype(np.float32), "g": grid}, rtol=1e-5)
+
+
+def _resize_model(scale: float, **attrs: Any) -> Any:
+    node = oh.make_node("Resize", ["x", "", "s"], ["y"], **attrs)
+    return make_model([node], [("x", F, [1, 2, 4, 5])], ["y"], {"s": np.array([1, 1, scale, scale], np.float32)},
+                      13)
+
+
+def test_resize_refuses_what_mnn_would_compute_otherwise() -> None:
+    """align_corners at a scale that gives no whole size (ONNX and MNN map coordinates differently there) and
+    round_prefer_ceil (MNN's round sends halves down) are refused by name instead of converted to other results."""
+    with pytest.raises(ModelError, match="align_corners with scales that do not give whole sizes"):
+        BACKENDS["mnnpy"].prepare(_resize_model(0.6, mode="linear", coordinate_transformation_mode="align_corners"))
+    with pytest.raises(ModelError, match="nearest_mode 'round_prefer_ceil'"):
+        BACKENDS["mnnpy"].prepare(_resize_model(2.0, mode="nearest", nearest_mode="round_prefer_ceil",
+                                                coordinate_transformation_mode="asymmetric"))
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+def test_resize_align_corners_whole_sizes(runtime: str) -> None:
+    model = _resize_model(2.0, mode="linear", coordinate_transformation_mode="align_corners")
+    _check(runtime, model, {"x": RNG.standard_normal((1, 2, 4, 5)).astype(np.float32)})

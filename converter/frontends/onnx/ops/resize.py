@@ -23,7 +23,7 @@ def _interp(ctx: Context, node: OnnxNode, mode: str, ctm: str, nearest_mode: str
     if mode == "nearest":
         if nearest_mode == "floor":
             param.resizeType = 1
-        elif nearest_mode in ("round_prefer_floor", "round_prefer_ceil"):
+        elif nearest_mode == "round_prefer_floor":  # MNN's round: halves go down
             param.resizeType = 4
         else:
             raise UseFunctionBody(f"{node.label()}: nearest_mode '{nearest_mode}' is not supported")
@@ -72,6 +72,18 @@ def resize(ctx: Context, node: OnnxNode, *, antialias: int = 0, axes: list[int] 
     if not use_scales and not sizes:
         raise UseFunctionBody(f"{node.label()}: needs scales or sizes")
     target = scales if use_scales else sizes
+    shape = ctx.shape(node.inputs[0])
+    if coordinate_transformation_mode == "align_corners" and use_scales and scales_value is not None \
+            and shape is not None and None not in shape:
+        # ONNX maps align_corners by (in - 1) / (in * scale - 1), MNN by (in - 1) / (out - 1) with out = floor(in *
+        # scale): the two differ unless in * scale is whole (a 4-wide input at scale 0.6 samples 0 and 2.14, not 3).
+        # Refused where the constants show it; run-time scales are MNN's rule.
+        full = np.ones(len(shape))
+        full[[a % len(shape) for a in (axes if axes is not None else range(len(shape)))]] = scales_value
+        products = np.asarray(shape, np.float64) * full
+        if not np.allclose(products, np.round(products), rtol=0, atol=1e-6):
+            raise UseFunctionBody(f"{node.label()}: align_corners with scales that do not give whole sizes is not "
+                                  f"supported")
     if axes is not None or (not use_scales and keep_aspect_ratio_policy != "stretch"):
         rank = ctx.need_rank(node, node.inputs[0])
         axes = [a % rank for a in (axes if axes is not None else range(rank))]
