@@ -198,3 +198,16 @@ def test_resize_refuses_what_mnn_would_compute_otherwise() -> None:
 def test_resize_align_corners_whole_sizes(runtime: str) -> None:
     model = _resize_model(2.0, mode="linear", coordinate_transformation_mode="align_corners")
     _check(runtime, model, {"x": RNG.standard_normal((1, 2, 4, 5)).astype(np.float32)})
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+@pytest.mark.parametrize("direction", [0, 1])
+def test_scan_opset8_batched(runtime: str, direction: int) -> None:
+    """Scan-8: a batch axis in front of every state and scan input, time on axis 1; two batch entries."""
+    steps = [oh.make_node("Add", ["s_in", "x_t"], ["s_out"]), oh.make_node("Mul", ["s_out", "x_t"], ["y_t"])]
+    info = {name: oh.make_tensor_value_info(name, F, [3]) for name in ("s_in", "x_t", "s_out", "y_t")}
+    body = oh.make_graph(steps, "body", [info["s_in"], info["x_t"]], [info["s_out"], info["y_t"]])
+    node = oh.make_node("Scan", ["", "s0", "x"], ["s", "y"], body=body, num_scan_inputs=1, directions=[direction])
+    model = make_model([node], [("s0", F, [2, 3]), ("x", F, [2, 4, 3])], ["s", "y"], {}, 8)
+    _check(runtime, model, {"s0": RNG.standard_normal((2, 3)).astype(np.float32),
+                            "x": RNG.standard_normal((2, 4, 3)).astype(np.float32)})

@@ -79,8 +79,6 @@ def scan(ctx: Context, node: OnnxNode, *, body: Any = None, num_scan_inputs: int
          scan_output_axes: list[int] | None = None, scan_output_directions: list[int] | None = None) -> None:
     """Scan -> the body converted once per step (static sequence length up to UNROLL_LIMIT), states threaded, outputs
     stacked; otherwise an ONNX Loop around the body (`scan_loop`), i.e. MNN's While."""
-    from ..loader import convert_subgraph
-
     n_state = len(node.inputs) - num_scan_inputs
     scan_ins = node.inputs[n_state:]
     in_axes = scan_input_axes or [0] * num_scan_inputs
@@ -96,19 +94,8 @@ def scan(ctx: Context, node: OnnxNode, *, body: Any = None, num_scan_inputs: int
         scan_as_loop(ctx, node, body, n_state, in_axes, in_dirs, out_axes, out_dirs)
         return
     steps = int(ctx.shape(scan_ins[0])[in_axes[0]])
-    sliced = []
-    for name, axis, direction in zip(scan_ins, in_axes, in_dirs, strict=True):
-        parts = _slices(ctx, name, axis % max(ctx.need_rank(node, name), 1), steps)
-        sliced.append(parts[::-1] if direction else parts)
-    body_inputs = [i.name for i in body.input]
-    states = list(node.inputs[:n_state])
-    collected: list[list[str]] = [[] for _ in range(n_scan_out)]
-    for t in range(steps):
-        bindings = dict(zip(body_inputs, states + [parts[t] for parts in sliced], strict=True))
-        outs = convert_subgraph(ctx, body, f"{node.name}__step{t}__", bindings)
-        states = outs[:n_state]
-        for k, value in enumerate(outs[n_state:]):
-            collected[k].append(value)
+    states, collected = _scan_steps(ctx, node, node.name, body, list(node.inputs[:n_state]), scan_ins, in_axes,
+                                    in_dirs, n_scan_out, steps)
     for k in range(n_state):
         if k < len(node.outputs) and node.outputs[k]:
             ctx.alias(states[k], node.outputs[k])
@@ -117,6 +104,71 @@ def scan(ctx: Context, node: OnnxNode, *, body: Any = None, num_scan_inputs: int
         if target:
             parts = collected[k][::-1] if out_dirs[k] else collected[k]
             _stack(ctx, parts, out_axes[k], target)
+
+
+def _scan_steps(ctx: Context, node: OnnxNode, prefix: str, body: Any, states: list[str], scan_ins: list[str],
+                in_axes: list[int], in_dirs: list[int], n_scan_out: int, steps: int
+                ) -> tuple[list[str], list[list[str]]]:
+    """The body converted once per step over `steps` slices of the scan inputs, states threaded: (final states,
+    per scan output its per-step values in step order)."""
+    from ..loader import convert_subgraph
+
+    sliced = []
+    for name, axis, direction in zip(scan_ins, in_axes, in_dirs, strict=True):
+        parts = _slices(ctx, name, axis % max(ctx.need_rank(node, name), 1), steps)
+        sliced.append(parts[::-1] if direction else parts)
+    body_inputs = [i.name for i in body.input]
+    n_state = len(states)
+    collected: list[list[str]] = [[] for _ in range(n_scan_out)]
+    for t in range(steps):
+        bindings = dict(zip(body_inputs, states + [parts[t] for parts in sliced], strict=True))
+        outs = convert_subgraph(ctx, body, f"{prefix}__step{t}__", bindings)
+        states = outs[:n_state]
+        for k, value in enumerate(outs[n_state:]):
+            collected[k].append(value)
+    return states, collected
+
+
+@onnx_op("Scan", since=8)
+def scan_v8(ctx: Context, node: OnnxNode, *, body: Any = None, num_scan_inputs: int = 0,
+            directions: list[int] | None = None) -> None:
+    """Scan-8 (a leading batch axis on every state and scan input, time on axis 1, optional sequence_lens) -> the
+    opset-9 unrolling per batch entry, results stacked over the batch. Needs static shapes and no sequence_lens."""
+    from ..functions import UseFunctionBody
+
+    if node.input(0):
+        raise UseFunctionBody(f"{node.label()}: Scan-8's sequence_lens is not supported")
+    n_state = len(node.inputs) - 1 - num_scan_inputs
+    states_in, scan_ins = list(node.inputs[1:1 + n_state]), list(node.inputs[1 + n_state:])
+    shapes = [ctx.shape(name) for name in states_in + scan_ins]
+    if num_scan_inputs < 1 or any(sh is None or None in sh or len(sh) < 1 for sh in shapes) \
+            or len({sh[0] for sh in shapes}) != 1 or len({ctx.shape(x)[1] for x in scan_ins}) != 1 \
+            or int(ctx.shape(scan_ins[0])[1]) > SCAN_UNROLL_LIMIT:
+        raise UseFunctionBody(f"{node.label()}: Scan-8 needs static shapes, one batch size and at most "
+                              f"{SCAN_UNROLL_LIMIT} steps")
+    batch, steps = int(shapes[0][0]), int(ctx.shape(scan_ins[0])[1])
+    n_scan_out = len(body.output) - n_state
+    dirs = list(directions or [0] * num_scan_inputs)
+    finals: list[list[str]] = [[] for _ in range(n_state)]
+    stacked: list[list[str]] = [[] for _ in range(n_scan_out)]
+    for b in range(batch):
+        index, axis = ctx.const(np.int32(b), "batch"), ctx.const(np.int32(0), "axis")
+        entry = []
+        for name in states_in + scan_ins:
+            part = ctx.out(OP.GatherV2, [name, index, axis], name="GatherV2")
+            ctx.shapes[part] = list(ctx.shape(name)[1:])
+            entry.append(part)
+        states, collected = _scan_steps(ctx, node, f"{node.name}__b{b}", body, entry[:n_state], entry[n_state:],
+                                        [0] * num_scan_inputs, dirs, n_scan_out, steps)
+        for k in range(n_state):
+            finals[k].append(states[k])
+        for k in range(n_scan_out):
+            out = ctx.graph.unique_name(f"{node.name}__b{b}_out{k}")
+            _stack(ctx, collected[k], 0, out)
+            stacked[k].append(out)
+    for k, parts in enumerate(finals + stacked):
+        if k < len(node.outputs) and node.outputs[k]:
+            _stack(ctx, parts, 0, node.outputs[k])
 
 
 UNROLL_LIMIT = 16  # Loops with a constant trip count up to this are unrolled (official MNN's Session runs them)
