@@ -211,3 +211,12 @@ def test_scan_opset8_batched(runtime: str, direction: int) -> None:
     model = make_model([node], [("s0", F, [2, 3]), ("x", F, [2, 4, 3])], ["s", "y"], {}, 8)
     _check(runtime, model, {"s0": RNG.standard_normal((2, 3)).astype(np.float32),
                             "x": RNG.standard_normal((2, 4, 3)).astype(np.float32)})
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+def test_group_norm_runtime_scale(runtime: str) -> None:
+    node = oh.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=3, epsilon=1e-4)
+    model = make_model([node], [("x", F, [2, 6, 5, 4]), ("s", F, [6]), ("b", F, [6])], ["y"], {}, 21)
+    feeds = {"x": RNG.standard_normal((2, 6, 5, 4)).astype(np.float32),
+             "s": RNG.standard_normal(6).astype(np.float32), "b": RNG.standard_normal(6).astype(np.float32)}
+    _check(runtime, model, feeds, rtol=1e-4)

@@ -98,7 +98,16 @@ def instance_norm(ctx: Context, node: OnnxNode, *, epsilon: float = 1e-5) -> Non
 @onnx_op("GroupNormalization", since=18)
 def group_norm(ctx: Context, node: OnnxNode, *, epsilon: float = 1e-5, num_groups: int = 1,
                stash_type: int = 1) -> None:
-    """GroupNormalization -> Reshape [N, G, -1], LayerNorm, Reshape back, Scale (per-group params expanded)."""
+    """GroupNormalization -> Reshape [N, G, -1], LayerNorm, Reshape back, Scale (per-group params expanded); a
+    run-time per-channel scale / bias (opset 21) -> Mul and Add broadcast along the channels."""
+    if ctx.value(node.input(1)) is None or ctx.value(node.input(2)) is None:
+        if ctx.opset < 21:
+            raise UseFunctionBody(f"{node.label()}: a run-time per-group scale / bias is not supported")
+        x = node.inputs[0]
+        normed = _layer_norm(ctx, ctx.reshape(x, [0, num_groups, -1]), [-1], epsilon)
+        scaled = ctx.binary(BIN.MUL, ctx.reshape(normed, ctx.shape_of(x)), per_channel(ctx, node, node.inputs[1]))
+        ctx.binary(BIN.ADD, scaled, per_channel(ctx, node, node.inputs[2]), node.outputs[0])
+        return
     scale = ctx.need_value(node, 1, "scale")
     bias = ctx.need_value(node, 2, "bias")
     if ctx.opset < 21 and scale.size == num_groups:
