@@ -14,12 +14,12 @@ import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
 DENSE, SPARSE, FP16, LEGACY_INT8 = 1, 2, 3, 4
-_CONVS = (fb.OpType.Convolution, fb.OpType.ConvolutionDepthwise)
+CONVS = (fb.OpType.Convolution, fb.OpType.ConvolutionDepthwise)  # the op types IDSTQuan weights ride on
 
 
 def is_int8_conv(op: Any) -> bool:
     """A convolution whose ``quanParameter`` carries feature scales (full int8, ``mnnpy quant`` / ``mnnquant``)."""
-    q = getattr(op.main, "quanParameter", None) if op.type in _CONVS and op.main is not None else None
+    q = getattr(op.main, "quanParameter", None) if op.type in CONVS and op.main is not None else None
     return q is not None and q.type == DENSE and q.scaleIn > 0 and q.scaleOut > 0
 
 

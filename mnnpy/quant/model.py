@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from mnnpy.core.idst import CONVS
 from mnnpy.schema import mnn_generated as fb
 
 OT = fb.OpType
-CONVS = (OT.Convolution, OT.ConvolutionDepthwise)
 POOLS = (OT.Pooling, OT.Pooling3D)
 # layout ops that move int8 codes unchanged (int8 Raster): their data inputs and output share one scale
 LAYOUT = (OT.Reshape, OT.Flatten, OT.Squeeze, OT.Unsqueeze, OT.ExpandDims, OT.Permute, OT.Transpose, OT.Concat,

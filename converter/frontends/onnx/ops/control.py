@@ -10,6 +10,7 @@ from mnnpy.schema import mnn_generated as fb
 
 from ..bodies import convert_body, convert_loop_body, if_param, typed_loop_body
 from ..context import OP, PARAM, Context, OnnxNode
+from ..functions import UseFunctionBody
 from ..registry import onnx_op
 from .scan_loop import scan_as_loop
 
@@ -134,8 +135,6 @@ def scan_v8(ctx: Context, node: OnnxNode, *, body: Any = None, num_scan_inputs: 
             directions: list[int] | None = None) -> None:
     """Scan-8 (a leading batch axis on every state and scan input, time on axis 1, optional sequence_lens) -> the
     opset-9 unrolling per batch entry, results stacked over the batch. Needs static shapes and no sequence_lens."""
-    from ..functions import UseFunctionBody
-
     if node.input(0):
         raise UseFunctionBody(f"{node.label()}: Scan-8's sequence_lens is not supported")
     n_state = len(node.inputs) - 1 - num_scan_inputs
@@ -151,8 +150,9 @@ def scan_v8(ctx: Context, node: OnnxNode, *, body: Any = None, num_scan_inputs: 
     dirs = list(directions or [0] * num_scan_inputs)
     finals: list[list[str]] = [[] for _ in range(n_state)]
     stacked: list[list[str]] = [[] for _ in range(n_scan_out)]
+    axis = ctx.const(np.int32(0), "axis")
     for b in range(batch):
-        index, axis = ctx.const(np.int32(b), "batch"), ctx.const(np.int32(0), "axis")
+        index = ctx.const(np.int32(b), "batch")
         entry = []
         for name in states_in + scan_ins:
             part = ctx.out(OP.GatherV2, [name, index, axis], name="GatherV2")
