@@ -15,7 +15,7 @@ from mnnpy.core import registry
 from mnnpy.core.geometry import raster as ref_raster
 from mnnpy.core.geometry.fuse import Gather, fuse
 from mnnpy.core.ir import FORMAT_FROM_MNN, NC4HW4, NCHW, Command, Region, TensorDesc
-from mnnpy.core.shape._util import np_dtype
+from mnnpy.core.shape._util import ValueNeeded, np_dtype
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.errors import ModelError
 
@@ -26,11 +26,20 @@ _OP_NAMES = {v: k for k, v in vars(OT).items() if not k.startswith("_")}
 
 
 class InputValueNeeded(ModelError):  # noqa: N818 - a condition, like MNN's needInputContentForShape
-    """A shape depends on the *values* of graph inputs (MNN: `needInputContentForShape`)."""
+    """A shape depends on the *values* of graph inputs (MNN: `needInputContentForShape`).
 
-    def __init__(self, message: str, inputs: set[int]) -> None:
+    Attributes:
+        inputs: the graph inputs whose values flow into the needed tensor.
+        tensor: the tensor whose value the shape needs (one of ``inputs``, or an op's output computed from them).
+        op_index: the position in ``net.oplists`` of the op whose shape needs it.
+    """
+
+    def __init__(self, message: str, inputs: set[int], tensor: int | None = None, op_index: int | None = None
+                 ) -> None:
         super().__init__(message)
         self.inputs = inputs
+        self.tensor = tensor
+        self.op_index = op_index
 
 
 class UnsupportedOp(ModelError):  # noqa: N818 - the name the design uses
@@ -133,7 +142,7 @@ def encode(net: Any, input_shapes: dict[int, tuple[int, ...] | TensorDesc], keep
     pending: list[Command] = []
     producers: dict[int, list[int]] = {}
     given = input_values or {}
-    for op in net.oplists or []:
+    for op_index, op in enumerate(net.oplists or []):
         ins = [int(i) for i in np.asarray(op.inputIndexes if op.inputIndexes is not None else []).ravel()]
         outs = [int(i) for i in np.asarray(op.outputIndexes if op.outputIndexes is not None else []).ravel()]
         name = str(op.name or "")
@@ -173,14 +182,11 @@ def encode(net: Any, input_shapes: dict[int, tuple[int, ...] | TensorDesc], keep
         in_values = [g.values.get(i) for i in ins]
         for pos in entry.needs_values:
             if pos < len(ins) and in_values[pos] is None:
-                sources = _input_sources(ins[pos], producers, set(g.inputs))
-                if sources:
-                    raise InputValueNeeded(f"op {name!r} ({op_type_name(op.type)}): its output shape depends on the "
-                                           f"values of input(s) {sorted(names[i] for i in sources)}", sources)
-                raise ModelError(f"op {name!r} ({op_type_name(op.type)}): input {names[ins[pos]]!r} must be known "
-                                 f"before running (its value decides the output shape)")
+                raise _value_needed(g, producers, op, op_index, ins[pos])
         try:
             out_descs = entry.fn(op, in_descs, in_values)
+        except ValueNeeded as exc:
+            raise _value_needed(g, producers, op, op_index, ins[exc.position]) from None
         except (ValueError, IndexError, TypeError, ZeroDivisionError, NotImplementedError) as exc:
             raise ModelError(f"op {name!r} ({op_type_name(op.type)}): shape inference failed for inputs "
                              f"{[d.shape for d in in_descs]}: {exc}") from exc
@@ -215,6 +221,18 @@ def encode(net: Any, input_shapes: dict[int, tuple[int, ...] | TensorDesc], keep
     g.outputs = outputs
     g.commands = _materialise(g, _live(g, pending, set(outputs) | keep), set(outputs) | keep)
     return g
+
+
+def _value_needed(g: Graph, producers: dict[int, list[int]], op: Any, op_index: int, tensor: int) -> ModelError:
+    """The error for an op whose shape needs the value of ``tensor``: InputValueNeeded when graph inputs' values
+    flow into it (they are given at the next resize), else a ModelError."""
+    label = f"op {str(op.name or '')!r} ({op_type_name(op.type)})"
+    sources = _input_sources(tensor, producers, set(g.inputs))
+    if sources:
+        return InputValueNeeded(f"{label}: its output shape depends on the values of input(s) "
+                                f"{sorted(g.names[i] for i in sources)}", sources, tensor, op_index)
+    return ModelError(f"{label}: input {g.names[tensor]!r} must be known before running (its value decides the "
+                      f"output shape)")
 
 
 def _input_sources(tensor: int, producers: dict[int, list[int]], inputs: set[int]) -> set[int]:

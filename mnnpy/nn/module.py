@@ -151,10 +151,15 @@ def create_runtime_manager(config: Any) -> RuntimeManager:
 
 
 class SessionModule(Module):
-    """A `.mnn` model run through an Interpreter session (MNN: the module of `load_module_from_file`)."""
+    """A `.mnn` model run through pre-inferred sessions (MNN: the module of `load_module_from_file`).
+
+    One session while every shape follows from the input shapes; a net with an op whose output shape depends on
+    values the net computes (Where with one input: ONNX NonZero) is cut there into segments, as MNN's Module API
+    does (`mnnpy.nn._segments`).
+    """
 
     interpreter: Any
-    session: Any
+    runner: Any
     input_names: list[str]
     output_names: list[str]
 
@@ -162,6 +167,7 @@ class SessionModule(Module):
                  config: dict[str, Any]) -> None:
         super().__init__()
         from mnnpy.interpreter import Interpreter
+        from mnnpy.nn._segments import Runner
 
         object.__setattr__(self, "interpreter", Interpreter(path))
         names = [str(n) for n in (self.interpreter.net.tensorName or [])]
@@ -169,12 +175,18 @@ class SessionModule(Module):
         missing = [n for n in [*input_names, *outs] if n not in names]
         if missing:
             raise ValueError(f"load_module_from_file: {path} has no tensors named {missing}")
-        config = dict(config)
-        config["outputPaths"] = outs
-        object.__setattr__(self, "session", self.interpreter.create_session(config))
+        runner = Runner(self.interpreter.net, [names.index(str(n)) for n in input_names],
+                        [names.index(n) for n in outs], dict(config))
+        runner.prepare()  # plans now (declared input shapes): a model that cannot load fails here, not at forward
+        object.__setattr__(self, "runner", runner)
         object.__setattr__(self, "input_names", [str(n) for n in input_names])
         object.__setattr__(self, "output_names", outs)
         self.set_name(os.path.basename(path))
+
+    @property
+    def session(self) -> Any:
+        """The session of an uncut net (None once the net is cut into segments)."""
+        return self.runner.session
 
     def _in_format(self, var: Var, name: str) -> Var:
         """`var` in the layout the model declares for input `name` (MNN's Module converts NCHW <-> NHWC Vars)."""
@@ -192,27 +204,17 @@ class SessionModule(Module):
         return var
 
     def onForward(self, *args: Any) -> Any:
-        """Write the inputs (resizing when shapes change), run the session, return the outputs as Vars."""
+        """Run the segments on the inputs (planning again when shapes change); return the outputs as Vars."""
         single = len(args) == 1 and not isinstance(args[0], (list, tuple))
         inputs = [args[0]] if single else list(args[0] if len(args) == 1 else args)
         if len(inputs) != len(self.input_names):
             raise ValueError(f"forward() got {len(inputs)} inputs, the module takes {self.input_names}")
-        s = self.session
+        runner = self.runner
         values = [np.asarray(self._in_format(to_var(v), n).read())
                   for v, n in zip(inputs, self.input_names, strict=True)]
-        resized = False
-        for name, value in zip(self.input_names, values, strict=True):
-            idx = s.input_index(name)
-            if s.graph.descs[idx].shape != value.shape:
-                s.input_shapes[idx] = tuple(value.shape)
-                resized = True
-        if resized:
-            s.resize()
-        for name, value in zip(self.input_names, values, strict=True):
-            s.write(s.input_index(name), value)
-        s.run()
-        outs = [const_of(np.array(s.read(i)), "NHWC" if s.graph.descs[i].fmt == "NHWC" else "NCHW")
-                for i in map(s.output_index, self.output_names)]  # TF models' outputs are NHWC, as in MNN
+        result = runner.run(dict(zip(runner.inputs, values, strict=True)))
+        outs = [const_of(result[i], runner.formats.get(i, "NCHW"))  # TF models' outputs are NHWC, as in MNN
+                for i in runner.outputs]
         return outs[0] if single and len(outs) == 1 else outs
 
 

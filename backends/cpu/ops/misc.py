@@ -44,11 +44,17 @@ class GatherV2(CPUExecution):
 
 @cpu_kernel(OT.Select, OT.Where)
 class Select(CPUExecution):
-    """y = cond ? a : b with broadcasting."""
+    """y = cond ? a : b with broadcasting; Where with one input (TF's where): the int32 coordinates of the
+    non-zero elements of cond, [count, rank] in row-major order. Its output shape comes from cond's value, so it
+    runs where that value is known while the shapes are computed: in constant folding or between a Module's
+    segments (`mnnpy.nn.module`)."""
 
     algorithm = "where"
 
     def on_execute(self) -> None:
+        if len(self.inputs) == 1:
+            store(self.y, np.argwhere(logical(self.x) != 0))
+            return
         c, a, b = (logical(r) for r in self.inputs)
         store(self.y, np.where(c != 0, a, b))
 

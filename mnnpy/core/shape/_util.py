@@ -14,6 +14,15 @@ DTYPES = {1: np.float32, 2: np.float64, 3: np.int32, 4: np.uint8, 5: np.int16, 6
           10: np.int32, 17: np.uint16, 19: np.float16}
 
 
+class ValueNeeded(Exception):  # noqa: N818 - a condition, like InputValueNeeded
+    """Raised by a shape function that needs the value of input ``position`` only for some variants of its op
+    (a static ``needs_values`` entry would demand it of every variant): Where with one input, not with three."""
+
+    def __init__(self, position: int) -> None:
+        super().__init__(position)
+        self.position = position
+
+
 def np_dtype(mnn_dtype: int) -> np.dtype:
     """numpy dtype for an MNN DataType number (int64 and bool run as int32, as MNN does)."""
     dt = np.dtype(DTYPES.get(int(mnn_dtype), np.float32))

@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from mnnpy.core.ir import TensorDesc
+from mnnpy.core.ir import NCHW, TensorDesc
 from mnnpy.core.registry import shape_fn
-from mnnpy.core.shape._util import broadcast, np_dtype, same
+from mnnpy.core.shape._util import ValueNeeded, broadcast, np_dtype, same
 from mnnpy.schema import mnn_generated as fb
 
 OT = fb.OpType
@@ -42,7 +42,10 @@ def eltwise(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
 
 @shape_fn(OT.Select, OT.Where)
 def select(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
-    if len(descs) == 1:  # Where(cond): indices of true elements, data dependent
-        raise NotImplementedError("Where with one input has a data-dependent shape")
+    if len(descs) == 1:  # Where(cond) (TF's where): int32 [true elements, rank] coordinates, a shape from the values
+        if values[0] is None:
+            raise ValueNeeded(0)
+        count = int(np.count_nonzero(values[0]))
+        return [TensorDesc((count, len(descs[0].shape)), np.dtype(np.int32), NCHW)]
     shape = broadcast([d.shape for d in descs], op.name)
     return [TensorDesc(shape, descs[1].dtype, descs[1].fmt)]

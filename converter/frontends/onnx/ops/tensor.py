@@ -1,4 +1,4 @@
-"""Data-movement ops: Concat, Split, Slice, Gather, GatherElements, Pad, TopK."""
+"""Data-movement ops: Concat, Split, Slice, Gather, GatherElements, Pad, TopK, NonZero, Compress."""
 
 from __future__ import annotations
 
@@ -262,3 +262,32 @@ def _cast_param(dtype: int) -> fb.CastParamT:
     param = fb.CastParamT()
     param.dstT = dtype
     return param
+
+
+def _true_coordinates(ctx: Context, x: str) -> str:
+    """Where(x != 0): the int32 [count, rank] coordinates of x's non-zero elements, row-major (TF's where; the
+    count, so the shape, comes from x's values: see `mnnpy.nn._segments` for how such a net runs)."""
+    zero = ctx.const(np.float32(0) if ctx.is_float(x) else np.int32(0), "zero")
+    # an empty Extra parameter, as MNN's own converter writes it: official MNN's Module API gives wrong counts
+    # (the element count of cond) for a Where without one
+    return ctx.out(OP.Where, [ctx.binary(BIN.NOTEQUAL, x, zero)], None, PARAM.Extra, fb.ExtraT(), name="Where")
+
+
+@onnx_op("NonZero", since=9)
+def non_zero(ctx: Context, node: OnnxNode) -> None:
+    """NonZero -> Where(x != 0), transposed to ONNX's [rank, count] (int32, as MNN holds int64)."""
+    ctx.permute(_true_coordinates(ctx, node.inputs[0]), [1, 0], node.outputs[0])
+
+
+@onnx_op("Compress", since=9)
+def compress(ctx: Context, node: OnnxNode, *, axis: int | None = None) -> None:
+    """Compress (x, condition) -> GatherV2 of x (flattened without an axis) at the positions where the 1-D
+    condition is true: Where(condition != 0) reshaped to [count]. A condition shorter than the axis keeps only
+    positions it covers, as ONNX says."""
+    x = node.inputs[0]
+    if axis is None:
+        x, axis = ctx.reshape(x, [-1]), 0
+    elif axis < 0:
+        axis += ctx.need_rank(node, x)
+    positions = ctx.reshape(_true_coordinates(ctx, node.inputs[1]), [-1])
+    ctx.emit(OP.GatherV2, [x, positions, ctx.const(np.int32(axis), "axis")], node.outputs, name=node.name)
