@@ -19,13 +19,14 @@ again when those values change (MNN: ``needInputContentForShape``).
 from __future__ import annotations
 
 import copy
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from mnnpy.core import registry
 from mnnpy.core.ir import NHWC, TensorDesc
-from mnnpy.core.pipeline import InputValueNeeded, blob_value, op_type_name
+from mnnpy.core.pipeline import InputValueNeeded, blob_value, encode, op_type_name
 from mnnpy.core.session import Session, fold_op
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.errors import ModelError
@@ -64,7 +65,7 @@ def _subnet(net: Any, ops: list[Any], outputs: list[str]) -> Any:
 
 
 class Runner:
-    """Runs a net from input tensors (by index) to output tensors: one Session, or a cut (see the module doc)."""
+    """Runs a net from input tensors (by index) to output tensors: one Session, or a split (see the module doc)."""
 
     def __init__(self, net: Any, inputs: list[int], outputs: list[int], config: dict[str, Any],
                  user_inputs: set[int] | None = None) -> None:
@@ -75,29 +76,34 @@ class Runner:
         self.user_inputs = set(inputs) if user_inputs is None else set(user_inputs)
         self.names = [str(n) for n in (net.tensorName or [])]
         self.session: Session | None = None
-        self.cut: tuple[Runner, Any, Runner] | None = None
+        self.split: _Split | None = None
+        self.needs_split = False  # planning found an op whose shape needs a value the net computes
         self.formats: dict[int, str] = {}  # output index -> host format of the last run ("NHWC" or "NCHW")
 
     @property
     def cuts(self) -> int:
-        """How many ops run between segments (0: one session)."""
-        return 0 if self.cut is None else 1 + self.cut[2].cuts
+        """How many layers of value-shaped ops run between segments (0: one session)."""
+        return 0 if self.split is None else self.split.cuts
 
     def prepare(self) -> None:
-        """Plan at the declared input shapes (a cut found here is made now; errors surface at load)."""
+        """Plan at the declared input shapes, so that a net that cannot be planned fails at load. A net that needs
+        segments is split on its first run, when the values are there."""
         self._plan({})
 
     def run(self, feeds: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
         """Output values for input values ``feeds`` (every input of this runner)."""
-        if self.cut is None:
-            session = self._plan({i: v.shape for i, v in feeds.items()})
+        if self.split is None:
+            session = None if self.needs_split else self._plan({i: v.shape for i, v in feeds.items()})
             if session is not None:
                 return self._run_session(session, feeds)
-        return self._run_cut(feeds)
+            self.split = _Split(self, feeds)
+        out = self.split.run(feeds)
+        self.formats = self.split.formats
+        return out
 
     # *** one session ***
     def _plan(self, shapes: dict[int, tuple[int, ...]]) -> Session | None:
-        """The session planned for ``shapes`` (made or resized as needed); None when the net was cut instead."""
+        """The session planned for ``shapes`` (made or resized as needed); None when the net must be split."""
         s = self.session
         if s is None:
             config = {**self.config, "outputPaths": [self.names[i] for i in self.outputs]}
@@ -111,8 +117,8 @@ class Runner:
                 s.resize_error = exc
         error = s.resize_error
         if isinstance(error, InputValueNeeded) and error.tensor is not None and error.tensor not in self.user_inputs:
-            self._make_cut(error)
             self.session = None
+            self.needs_split = True
             s.release()
             return None
         return s
@@ -124,47 +130,94 @@ class Runner:
         self.formats = {i: "NHWC" if s.graph.descs[i].fmt == NHWC else "NCHW" for i in self.outputs}
         return {i: np.array(s.read(i)) for i in self.outputs}
 
-    # *** a cut ***
-    def _make_cut(self, error: InputValueNeeded) -> None:
-        ops = list(self.net.oplists or [])
-        k = int(error.op_index)
-        op = ops[k]
-        before, after = ops[:k], ops[k + 1:]
-        made = {o for p in before if p.type not in (OT.Input, OT.Const) for o in _indexes(p.outputIndexes)}
-        consts = {o: p for p in before if p.type == OT.Const for o in _indexes(p.outputIndexes)}
-        later = set(self.outputs) | set(_indexes(op.inputIndexes))
-        for p in after:
-            later.update(_indexes(p.inputIndexes))
-        crossing = sorted(made & later)
-        self.cut_op_outputs = _indexes(op.outputIndexes)
-        first = Runner(_subnet(self.net, before, [self.names[i] for i in crossing]), self.inputs, crossing,
-                       self.config, self.user_inputs)
-        passed = [i for i in self.inputs if i in later]
-        kept = [consts[i] for i in sorted(consts) if i in later]
-        rest_inputs = passed + crossing + self.cut_op_outputs
-        rest = _LazyRunner(self.net, after, kept, rest_inputs, self.outputs, self.config, self.user_inputs)
-        first.prepare()
-        self.cut = (first, op, rest)  # type: ignore[assignment]
-        self.consts = {i: blob_value(consts[i].main) for i in _indexes(op.inputIndexes) if i in consts}
 
-    def _run_cut(self, feeds: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
-        first, op, rest = self.cut  # type: ignore[misc]
-        values = {**feeds, **self.consts, **first.run({i: feeds[i] for i in first.inputs})}
-        formats = dict(first.formats)
-        ins = _indexes(op.inputIndexes)
-        missing = [self.names[i] for i in ins if i not in values]
-        if missing:
-            raise ModelError(f"op {op.name!r} ({op_type_name(op.type)}): inputs {missing} are not computed before it")
-        outs = eval_op(op, [values[i] for i in ins], _cpu_backend())
-        values.update(zip(self.cut_op_outputs, outs, strict=False))
-        result = rest.run({i: values[i] for i in rest.inputs}, formats)
-        self.formats = rest.formats
-        return result
+class _Split:
+    """A net in three layers: the ops that can be planned from input shapes (one Runner), the ops whose shapes need
+    values those compute (each run eagerly), and the ops after them (a Runner planned when their shapes are known,
+    which may split again). However many such ops are side by side (one NonMaxSuppression per class), they run in
+    one layer: the depth is that of their chain, not their count."""
+
+    def __init__(self, owner: Runner, feeds: dict[int, np.ndarray]) -> None:
+        net, names = owner.net, owner.names
+        ops = list(net.oplists or [])
+        self.ops, self.formats = ops, {}
+        frontier, later = _find_frontier(owner, ops, feeds)
+        self.frontier = [ops[k] for k in frontier]
+        head = [op for k, op in enumerate(ops) if k not in later]
+        tail = [op for k, op in enumerate(ops) if k in later and k not in frontier]
+        made_by = {o: k for k, op in enumerate(ops) for o in _indexes(op.outputIndexes)}
+        tail_uses = set(owner.outputs).union(*(_indexes(op.inputIndexes) for op in tail))
+        frontier_uses = set().union(*(_indexes(op.inputIndexes) for op in self.frontier))
+        consts = {o for o, k in made_by.items() if ops[k].type == OT.Const}
+        head_made = {o for o, k in made_by.items() if k not in later and o not in consts and ops[k].type != OT.Input}
+        crossing = sorted(head_made & (tail_uses | frontier_uses))
+        self.head = Runner(_subnet(net, head, [names[i] for i in crossing]), owner.inputs, crossing, owner.config,
+                           owner.user_inputs)
+        self.consts = {i: blob_value(ops[made_by[i]].main) for i in frontier_uses & consts}
+        self.frontier_outputs = [o for op in self.frontier for o in _indexes(op.outputIndexes)]
+        available = set(owner.inputs) | set(crossing) | set(self.frontier_outputs)
+        self.tail_outputs = [i for i in owner.outputs if made_by.get(i) in later and i not in self.frontier_outputs]
+        self.outputs = owner.outputs
+        self.tail = None
+        if self.tail_outputs:
+            tail_inputs = [i for i in [*owner.inputs, *crossing, *self.frontier_outputs]
+                           if i in tail_uses and i in available]
+            tail_consts = [ops[made_by[i]] for i in sorted(tail_uses & consts)]
+            self.tail = _LazyRunner(net, tail, tail_consts, tail_inputs, self.tail_outputs, owner.config,
+                                    owner.user_inputs)
+
+    @property
+    def cuts(self) -> int:
+        return 1 + (self.tail.cuts if self.tail is not None else 0)
+
+    def run(self, feeds: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+        values = {**feeds, **self.consts, **self.head.run({i: feeds[i] for i in self.head.inputs})}
+        formats = {i: "NCHW" for i in values} | self.head.formats
+        backend = _cpu_backend()
+        for op in self.frontier:
+            ins = _indexes(op.inputIndexes)
+            outs = eval_op(op, [values[i] for i in ins], backend)
+            values.update(zip(_indexes(op.outputIndexes), outs, strict=False))
+        if self.tail is not None:
+            values.update(self.tail.run({i: values[i] for i in self.tail.inputs}, formats))
+            formats.update(self.tail.formats)
+        self.formats = {i: formats.get(i, "NCHW") for i in self.outputs}
+        return {i: values[i] for i in self.outputs}
+
+
+def _find_frontier(owner: Runner, ops: list[Any], feeds: dict[int, np.ndarray]) -> tuple[list[int], set[int]]:
+    """The ops whose shapes need values computed by the net, found by planning shapes (no kernels) with each one
+    found and everything after it that reads its outputs set aside, until the rest plans: (their positions, the
+    positions of every op set aside, themselves included)."""
+    shapes = {i: v.shape for i, v in feeds.items()}
+    values: dict[int, np.ndarray] = {}
+    frontier: list[int] = []
+    later: set[int] = set()
+    fold = partial(fold_op, _cpu_backend())
+    while True:
+        kept = [k for k in range(len(ops)) if k not in later]
+        try:
+            encode(_subnet(owner.net, [ops[k] for k in kept], []), shapes, set(), fold, None, values)
+            return frontier, later
+        except InputValueNeeded as exc:
+            if exc.tensor in owner.user_inputs or exc.tensor is None:  # shapes from inputs' values: given here
+                if not exc.inputs - values.keys():
+                    raise
+                values.update({i: feeds[i] for i in exc.inputs if i in feeds})
+                continue
+            k = kept[int(exc.op_index)]
+            frontier.append(k)
+            later.add(k)
+            unknown = set(_indexes(ops[k].outputIndexes))
+            for j in range(k + 1, len(ops)):
+                if unknown.intersection(_indexes(ops[j].inputIndexes)):
+                    later.add(j)
+                    unknown.update(_indexes(ops[j].outputIndexes))
 
 
 class _LazyRunner:
-    """The ops after a cut: a Runner built on the first run, when the crossing tensors' shapes and dtypes are
-    known (its Input ops declare them)."""
+    """The ops after the value-shaped ones: a Runner built on the first run, when the shapes and dtypes of the
+    tensors crossing into it are known (its Input ops declare them)."""
 
     def __init__(self, net: Any, ops: list[Any], consts: list[Any], inputs: list[int], outputs: list[int],
                  config: dict[str, Any], user_inputs: set[int]) -> None:

@@ -80,7 +80,6 @@ def _forward(module: Any, *xs: np.ndarray) -> list[np.ndarray]:
 def test_module_cuts_at_nonzero(tmp_path: Path) -> None:
     model, path = _detector(tmp_path)
     module = MNN.nn.load_module_from_file(str(path), ["x"], ["picked", "nz", "total"])
-    assert module.runner.cuts == 1  # one Where between two pre-inferred segments
     x1 = RNG.normal(0, 1, (1, 4, 8, 8)).astype(np.float32)
     x2 = (x1 * 1.01).astype(np.float32)
     cases = [x1, x2, np.zeros_like(x1), RNG.normal(0, 2, (1, 4, 8, 8)).astype(np.float32)]
@@ -96,6 +95,7 @@ def test_module_cuts_at_nonzero(tmp_path: Path) -> None:
     # x2 picks as many elements as x1: no segment plans again (the Session API, which folds every op before the
     # Where with the input's values, plans again on every new input)
     assert resizes[1] == resizes[0]
+    assert module.runner.cuts == 1  # one Where between two pre-inferred segments
 
 
 def test_session_api_runs_it_too(tmp_path: Path) -> None:
@@ -159,3 +159,75 @@ def test_official_module_api_runs_our_where(tmp_path: Path) -> None:
         outs = module.forward([mnn.expr.const(x, [1, 4, 8, 8], mnn.expr.NCHW)])
         for g, r in zip([np.array(v.read()) for v in outs], _ort(model, {"x": x}), strict=True):
             _same(g, r, rtol=1e-4)
+
+
+def _nms_head(tmp_path: Path, center_point_box: int, positive: bool = False) -> tuple[Any, Path]:
+    """x [1, 8, 4, 4] -> 1x1 convs -> scores [1, 3, 16] (sigmoid) and boxes [1, 16, 4] (made positive by an Abs with
+    ``positive``); NonMaxSuppression over the 3 classes -> selected [k, 3]; GatherND of the scores at the selected
+    rows -> picked [k]."""
+    ws = RNG.normal(0, 0.5, (3, 8, 1, 1)).astype(np.float32)
+    wb = RNG.normal(0, 0.5, (4, 8, 1, 1)).astype(np.float32)
+    nodes = [
+        oh.make_node("Conv", ["x", "ws"], ["cs"]),
+        oh.make_node("Sigmoid", ["cs"], ["s4"]),
+        oh.make_node("Reshape", ["s4", "score_shape"], ["scores"]),
+        oh.make_node("Conv", ["x", "wb"], ["cb"]),
+        oh.make_node("Abs" if positive else "Identity", ["cb"], ["cb2"]),
+        oh.make_node("Reshape", ["cb2", "box_shape"], ["b4"]),
+        oh.make_node("Transpose", ["b4"], ["boxes"], perm=[0, 2, 1]),
+        oh.make_node("NonMaxSuppression", ["boxes", "scores", "limit", "iou", "score_thr"], ["selected"],
+                     center_point_box=center_point_box),
+        oh.make_node("GatherND", ["scores", "selected"], ["picked"]),
+    ]
+    inits = {"ws": ws, "wb": wb, "score_shape": np.array([1, 3, 16], np.int64),
+             "box_shape": np.array([1, 4, 16], np.int64), "limit": np.array([12], np.int64),
+             "iou": np.array([0.3], np.float32), "score_thr": np.array([0.55], np.float32)}
+    return _save(tmp_path, nodes, [("x", F, [1, 8, 4, 4])], [("selected", I64), ("picked", F)], inits, opset=11)
+
+
+@pytest.mark.parametrize("center_point_box", [0, 1])
+def test_module_nms_per_class_in_one_layer(tmp_path: Path, center_point_box: int) -> None:
+    """One NonMaxSuppressionV2 per class, side by side: one layer between the segments, not one cut per class."""
+    model, path = _nms_head(tmp_path, center_point_box)
+    module = MNN.nn.load_module_from_file(str(path), ["x"], ["selected", "picked"])
+    counts = set()
+    for scale in (1.0, 2.0, 0.2):
+        x = (RNG.normal(0, 1, (1, 8, 4, 4)) * scale).astype(np.float32)
+        refs = _ort(model, {"x": x})
+        counts.add(refs[0].shape[0])
+        for g, r in zip(_forward(module, x), refs, strict=True):
+            _same(g, r)
+    assert len(counts) > 1  # the kept counts differ between the inputs: the tail segment was planned again
+    assert module.runner.cuts == 1
+
+
+@pytest.mark.parametrize("positive", [False, True])
+def test_official_module_api_runs_our_nms(tmp_path: Path, positive: bool) -> None:
+    """official MNN's Module API on mnnpy's conversion, center-format boxes with sizes of both signs, or positive."""
+    mnn = pytest.importorskip("MNN", reason="official MNN wheel (pip install mnn) not installed")
+    model, path = _nms_head(tmp_path, 1, positive)
+    module = mnn.nn.load_module_from_file(str(path), ["x"], ["selected", "picked"])
+    for scale in (1.0, 2.0, 0.5):
+        x = (RNG.normal(0, 1, (1, 8, 4, 4)) * scale).astype(np.float32)
+        outs = module.forward([mnn.expr.const(x, [1, 8, 4, 4], mnn.expr.NCHW)])
+        for g, r in zip([np.array(v.read()) for v in outs], _ort(model, {"x": x}), strict=True):
+            _same(g, r, rtol=1e-4)
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+def test_nms_center_box_of_negative_width(tmp_path: Path, runtime: str) -> None:
+    """onnxruntime gives a center box of negative width no overlap (its corners stay unsorted), so it is kept next
+    to a box its sorted corners would overlap by 0.5: the converter clamps the sizes at 0."""
+    mnn = MNN if runtime == "mnnpy" else pytest.importorskip("MNN", reason="official MNN wheel not installed")
+    node = oh.make_node("NonMaxSuppression", ["b", "s", "m", "i"], ["y"], center_point_box=1)
+    model, path = _save(tmp_path, [node], [("b", F, [1, 3, 4]), ("s", F, [1, 1, 3])], [("y", I64)],
+                        {"m": np.array([5], np.int64), "i": np.array([0.3], np.float32)}, opset=11)
+    boxes = np.array([[[0, 0, 2, 2], [0.5, 0, -2, 2], [0.5, 0, 2, 2]]], np.float32)  # IoU(0, 2) = 0.6: suppressed
+    scores = np.array([[[0.9, 0.8, 0.7]]], np.float32)
+    module = mnn.nn.load_module_from_file(str(path), ["b", "s"], ["y"])
+    out = module.forward([mnn.expr.const(boxes, [1, 3, 4], mnn.expr.NCHW),
+                          mnn.expr.const(scores, [1, 1, 3], mnn.expr.NCHW)])
+    got = np.array((out[0] if isinstance(out, list) else out).read())
+    ref = _ort(model, {"b": boxes, "s": scores})[0]
+    assert ref[:, 2].tolist() == [0, 1]
+    _same(got, ref)

@@ -1,4 +1,4 @@
-"""DetectionPostProcess: TFLite's SSD post-processing (MNN: CPUDetectionPostProcess).
+"""DetectionPostProcess: TFLite's SSD post-processing (MNN: CPUDetectionPostProcess); NonMaxSuppressionV2.
 
 Box encodings are decoded against [ycenter, xcenter, h, w] anchors (center-size encoding, scaled by
 centerSizeEncoding), then greedy non-maximum suppression picks the detections: fast NMS runs once over each box's
@@ -9,14 +9,15 @@ background column when there is one. Unused output rows are zero.
 from __future__ import annotations
 
 import numpy as np
-from mnnpy.backends.cpu.compute.nms import greedy_nms
-from mnnpy.backends.cpu.layout import logical
+from mnnpy.backends.cpu.layout import logical, store
 from mnnpy.backends.cpu.ops._common import CPUExecution
 from mnnpy.schema import mnn_generated as fb
 
 from mnnpy.core.ir import NCHW
+from mnnpy.core.nms import greedy_nms, iou_row
 from mnnpy.core.registry import cpu_kernel
 from mnnpy.core.shape.detection_post import params_of
+from mnnpy.core.shape.roi import nms_selection
 
 
 def decode(enc: np.ndarray, anchors: np.ndarray, scales: tuple[float, ...]) -> np.ndarray:
@@ -28,22 +29,6 @@ def decode(enc: np.ndarray, anchors: np.ndarray, scales: tuple[float, ...]) -> n
     half_h = 0.5 * np.exp(enc[:, 2] / sh) * ha
     half_w = 0.5 * np.exp(enc[:, 3] / sw) * wa
     return np.stack([yc - half_h, xc - half_w, yc + half_h, xc + half_w], 1)
-
-
-def iou_row(boxes: np.ndarray, i: int, others: np.ndarray) -> np.ndarray:
-    """IoU of box i with boxes[others] (0 where either box is empty)."""
-    def area(b: np.ndarray) -> np.ndarray:
-        return (np.maximum(b[..., 2], b[..., 0]) - np.minimum(b[..., 2], b[..., 0])) * \
-            (np.maximum(b[..., 3], b[..., 1]) - np.minimum(b[..., 3], b[..., 1]))
-
-    a, b = boxes[i], boxes[others]
-    lo = np.maximum(np.minimum(a[[0, 1]], a[[2, 3]]), np.minimum(b[:, [0, 1]], b[:, [2, 3]]))
-    hi = np.minimum(np.maximum(a[[0, 1]], a[[2, 3]]), np.maximum(b[:, [0, 1]], b[:, [2, 3]]))
-    inter = np.prod(np.maximum(hi - lo, 0.0), axis=1)
-    area_a, area_b = area(a), area(b)
-    union = area_a + area_b - inter
-    ok = (area_a > 0) & (area_b > 0)
-    return np.where(ok, inter / np.where(ok, union, 1.0), 0.0)
 
 
 def nms(boxes: np.ndarray, scores: np.ndarray, threshold: float, iou: float, limit: int) -> list[int]:
@@ -94,3 +79,15 @@ class DetectionPostProcess(CPUExecution):
                  for b in nms(boxes, scores[:, c], p.nms_score_threshold, p.iou_threshold, p.detections_per_class)]
         found.sort(key=lambda t: -t[2])  # stable: ties keep class order
         return found[: p.max_detections]
+
+
+@cpu_kernel(fb.OpType.NonMaxSuppressionV2, formats=(NCHW,))
+class NonMaxSuppressionV2(CPUExecution):
+    """TF's greedy NMS of one class (MNN: CPUNonMaxSuppressionV2): the kept box indices, best first. Its output
+    shape is the selection's count, so it runs where its inputs are known while shapes are computed (constant
+    folding, or between a Module's segments: `mnnpy.nn._segments`)."""
+
+    algorithm = "greedy-nms"
+
+    def on_execute(self) -> None:
+        store(self.y, nms_selection([logical(r) for r in self.inputs]))

@@ -10,11 +10,11 @@ to the detections found at run time: mnnpy plans keepTopK rows (rows past the de
 from __future__ import annotations
 
 import numpy as np
-from mnnpy.backends.cpu.compute.nms import greedy_nms
 from mnnpy.backends.cpu.ops._common import ANY, CPUExecution
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.errors import ModelError
 
+from mnnpy.core.nms import greedy_nms
 from mnnpy.core.registry import cpu_kernel
 from mnnpy.core.shape.ssd import aspect_ratios, spatial
 

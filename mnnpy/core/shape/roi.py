@@ -1,12 +1,15 @@
-"""Shapes of region-of-interest ops: ROIPooling, ROIAlign and CropAndResize (MNN: ShapeROIPooling, ShapeROIAlign,
-ShapeCropAndResize).
+"""Shapes of region-of-interest ops: ROIPooling, ROIAlign, CropAndResize and NonMaxSuppressionV2 (MNN: ShapeROIPooling,
+ShapeROIAlign, ShapeCropAndResize, ShapeNonMaxSuppressionV2).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from mnnpy.core.ir import NC4HW4, NHWC, TensorDesc
+import numpy as np
+
+from mnnpy.core.ir import NC4HW4, NCHW, NHWC, TensorDesc
+from mnnpy.core.nms import select_boxes
 from mnnpy.core.registry import shape_fn
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.errors import ModelError
@@ -65,3 +68,21 @@ def crop_and_resize(op: Any, descs: list[TensorDesc], values: list) -> list[Tens
         raise ModelError(f"op {op.name!r} (CropAndResize): crop_size must be two positive ints, got {size}")
     # the image is NHWC by contract (mnnpy.expr converts first); folded constants lose their format label
     return [TensorDesc((boxes.shape[0], size[0], size[1], x.shape[3]), x.dtype, NHWC)]
+
+
+@shape_fn(OT.NonMaxSuppressionV2, needs_values=(0, 1, 2, 3, 4))
+def non_max_suppression(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
+    """NonMaxSuppressionV2 (boxes [n, 4], scores [n], max_output_size, iou_threshold[, score_threshold]) -> int32
+    [kept]: the count is the selection's, so the shape is computed by selecting (MNN does the same)."""
+    if len(descs) < 4:
+        raise ModelError(f"op {op.name!r} (NonMaxSuppressionV2): needs boxes, scores, max_output_size and "
+                         f"iou_threshold, got {len(descs)} inputs")
+    return [TensorDesc((int(nms_selection(values).size),), np.dtype(np.int32), NCHW)]
+
+
+def nms_selection(values: list) -> np.ndarray:
+    """NonMaxSuppressionV2's kept indices from its input values (`mnnpy.core.nms.select_boxes`)."""
+    boxes, scores, limit, iou = values[:4]
+    threshold = float(np.asarray(values[4]).reshape(-1)[0]) if len(values) > 4 else None
+    return select_boxes(boxes, scores, int(np.asarray(limit).reshape(-1)[0]), float(np.asarray(iou).reshape(-1)[0]),
+                        threshold)

@@ -302,3 +302,51 @@ def dft(ctx: Context, node: OnnxNode, *, axis: int = 1, inverse: int = 0, onesid
     param = fb.AxisT()
     param.axis = rank - 1
     ctx.emit(OP.Concat, stacked, node.outputs, PARAM.Axis, param, name=node.name)
+
+
+# center_point_box: [x_center, y_center, width, height] @ _CENTER_TO_CORNERS = [x1, y1, x2, y2] (each output a sum of
+# one exact product with 1 and one with +-0.5, so the same float as x_center -+ width / 2). Negative sizes are
+# clamped to 0 first: onnxruntime gives a center box of negative width or height no overlap with any box (its
+# corners stay unsorted), and an empty box overlaps nothing in TF's NMS either; sorted corners would overlap.
+_CENTER_TO_CORNERS = np.array([[1, 0, 1, 0], [0, 1, 0, 1], [-0.5, 0, 0.5, 0], [0, -0.5, 0, 0.5]], np.float32)
+_SIZES_FLOOR = np.array([[-np.finfo(np.float32).max, -np.finfo(np.float32).max, 0, 0]], np.float32)
+
+
+@onnx_op("NonMaxSuppression", since=10)
+def non_max_suppression(ctx: Context, node: OnnxNode, *, center_point_box: int = 0) -> None:
+    """NonMaxSuppression (boxes [B, N, 4], scores [B, C, N], max per class, iou, score threshold) -> one
+    NonMaxSuppressionV2 (TF's single-class NMS) per batch and class, as MNN's converter does; each one's kept
+    indices k become rows [b, c, k] (k * [0, 0, 1] + [b, c, 0]), concatenated in ONNX's order (batch, then class).
+    The counts come from the values, so the file runs through the Module API (`mnnpy.nn._segments`)."""
+    boxes, scores = node.inputs[0], node.inputs[1]
+    box_shape, score_shape = ctx.shape(boxes), ctx.shape(scores)
+    if box_shape is None or score_shape is None or None in (*box_shape[:1], *score_shape[:2]):
+        raise UseFunctionBody(f"{node.label()}: needs static batch and class counts")
+    batches, classes = int(score_shape[0]), int(score_shape[1])
+    if center_point_box:
+        boxes = ctx.binary(BIN.MAXIMUM, boxes, ctx.const(_SIZES_FLOOR, "sizes_floor"))
+        boxes = matmul_op(ctx, boxes, ctx.const(_CENTER_TO_CORNERS, "center_to_corners"))
+    limit = node.input(2) or ctx.const(np.array([0], np.int32), "max_output_boxes_per_class")
+    iou = node.input(3) or ctx.const(np.array([0.0], np.float32), "iou_threshold")
+    tail = [limit, iou] + ([node.inputs[4]] if node.input(4) else [])
+    param = fb.NonMaxSuppressionV2T()
+    pick_k = ctx.const(np.array([[0, 0, 1]], np.int32), "pick_k")
+    rows = []
+    for b in range(batches):
+        batch = ctx.const(np.int32(b), "batch")
+        zero = ctx.const(np.int32(0), "axis")
+        box_b = ctx.out(OP.GatherV2, [boxes, batch, zero], name="GatherV2")
+        score_b = ctx.out(OP.GatherV2, [scores, batch, zero], name="GatherV2")
+        for c in range(classes):
+            score_bc = ctx.out(OP.GatherV2, [score_b, ctx.const(np.int32(c), "class"), zero], name="GatherV2")
+            kept = ctx.out(OP.NonMaxSuppressionV2, [box_b, score_bc, *tail], None, PARAM.NonMaxSuppressionV2,
+                           param, name="NonMaxSuppressionV2")
+            column = ctx.squeeze(kept, [1], unsqueeze=True)
+            rows.append(ctx.binary(BIN.ADD, ctx.binary(BIN.MUL, column, pick_k),
+                                   ctx.const(np.array([[b, c, 0]], np.int32), "batch_class")))
+    if len(rows) == 1:
+        ctx.alias(rows[0], node.outputs[0])
+        return
+    axis = fb.AxisT()
+    axis.axis = 0
+    ctx.emit(OP.Concat, rows, node.outputs, PARAM.Axis, axis, name=node.name)
