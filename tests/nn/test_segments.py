@@ -231,3 +231,35 @@ def test_nms_center_box_of_negative_width(tmp_path: Path, runtime: str) -> None:
     ref = _ort(model, {"b": boxes, "s": scores})[0]
     assert ref[:, 2].tolist() == [0, 1]
     _same(got, ref)
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+def test_unique_of_a_computed_tensor(runtime: str, tmp_path: Path) -> None:
+    """Unique (sorted, no axis) of Floor(x * 3): its four outputs, and a Gather of the values at the inverse
+    indices after it (the flattened input again), against onnxruntime. Official MNN 3.6.1 puts negative float values
+    in descending order (-1, -2, -3, -6, then the others ascending), so it gets non-negative inputs only."""
+    mnn = MNN if runtime == "mnnpy" else pytest.importorskip("MNN", reason="official MNN wheel not installed")
+    nodes = [oh.make_node("Mul", ["x", "three"], ["x3"]), oh.make_node("Floor", ["x3"], ["f"]),
+             oh.make_node("Unique", ["f"], ["y", "first", "inverse", "counts"]),
+             oh.make_node("Gather", ["y", "inverse"], ["back"], axis=0)]
+    model, path = _save(tmp_path, nodes, [("x", F, [3, 7])],
+                        [("y", F), ("first", I64), ("inverse", I64), ("counts", I64), ("back", F)],
+                        {"three": np.array(3, np.float32)}, opset=11)
+    names = ["y", "first", "inverse", "counts", "back"]
+    module = mnn.nn.load_module_from_file(str(path), ["x"], names)
+    sizes = set()
+    for scale in (1.0, 0.3, 2.0):
+        x = (RNG.normal(0, 1, (3, 7)) * scale).astype(np.float32)
+        x = np.abs(x) if runtime == "official" else x
+        refs = _ort(model, {"x": x})
+        sizes.add(refs[0].size)
+        outs = module.forward([mnn.expr.const(x, [3, 7], mnn.expr.NCHW)])
+        for g, r in zip([np.array(v.read()) for v in outs], refs, strict=True):
+            _same(g, r)
+    assert len(sizes) > 1  # the value count changed between runs: the segment after Unique was planned again
+
+
+def test_unique_with_an_axis_is_refused(tmp_path: Path) -> None:
+    node = oh.make_node("Unique", ["x"], ["y"], axis=0)
+    with pytest.raises(ModelError, match="Unique.*sorted form without an axis"):
+        _save(tmp_path, [node], [("x", F, [3, 4])], [("y", F)], opset=11)

@@ -1,5 +1,5 @@
-"""Cast, GatherV2 (runtime indices), Select/Where, Fill, ZerosLike, Range, Padding (reflect/edge/value) and
-ReverseSequence."""
+"""Cast, GatherV2 (runtime indices), Select/Where, Fill, ZerosLike, Range, Padding (reflect/edge/value),
+ReverseSequence and Unique."""
 
 from __future__ import annotations
 
@@ -138,3 +138,17 @@ class ReverseSequence(CPUExecution):
             index = [slice(None)] * x.ndim
             index[batch_axis], index[seq_axis] = slice(b, b + 1), slice(0, n)
             y[tuple(index)] = np.flip(x[tuple(index)], axis=seq_axis)
+
+
+@cpu_kernel(OT.Unique)
+class Unique(CPUExecution):
+    """The sorted unique values of the flattened input, with first indices, inverse indices and counts (MNN's
+    CPUUnique with ONNX's four outputs). Its output shape comes from the values: it runs where they are known
+    while shapes are computed (constant folding, or between a Module's segments)."""
+
+    algorithm = "unique"
+
+    def on_execute(self) -> None:
+        parts = np.unique(logical(self.x).reshape(-1), return_index=True, return_inverse=True, return_counts=True)
+        for ref, value in zip(self.outputs, parts, strict=False):
+            store(ref, value.reshape(-1))

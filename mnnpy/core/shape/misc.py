@@ -106,3 +106,20 @@ def topk(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
     k = ints(values[1])[0]
     out = (*x.shape[:-1], min(k, x.shape[-1]))
     return [TensorDesc(out, x.dtype, NCHW), TensorDesc(out, I32, NCHW)]
+
+
+@shape_fn(OT.Unique, needs_values=(0,))
+def unique(op: Any, descs: list[TensorDesc], values: list) -> list[TensorDesc]:
+    """Unique (MNN: the values of the flattened input, sorted; ONNX's outputs): y [u] (x's dtype), then int32 first
+    indices [u], inverse indices [n] and counts [u], as many as the op has outputs. The count u comes from the
+    values."""
+    outputs = len(op.outputIndexes) if op.outputIndexes is not None else 1
+    if outputs not in (1, 4):
+        raise ModelError(f"op {op.name!r} (Unique): {outputs} outputs are not supported (1: the values, or 4: values, "
+                         f"first indices, inverse indices, counts)")
+    u = int(np.unique(np.asarray(values[0]).reshape(-1)).size)
+    n = int(np.asarray(values[0]).size)
+    i32 = np.dtype(np.int32)
+    descs_out = [TensorDesc((u,), descs[0].dtype, NCHW), TensorDesc((u,), i32, NCHW), TensorDesc((n,), i32, NCHW),
+                 TensorDesc((u,), i32, NCHW)]
+    return descs_out[:outputs]

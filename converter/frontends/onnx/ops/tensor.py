@@ -1,4 +1,4 @@
-"""Data-movement ops: Concat, Split, Slice, Gather, GatherElements, Pad, TopK, NonZero, Compress."""
+"""Data-movement ops: Concat, Split, Slice, Gather, GatherElements, Pad, TopK, NonZero, Compress, Unique."""
 
 from __future__ import annotations
 
@@ -291,3 +291,15 @@ def compress(ctx: Context, node: OnnxNode, *, axis: int | None = None) -> None:
         axis += ctx.need_rank(node, x)
     positions = ctx.reshape(_true_coordinates(ctx, node.inputs[1]), [-1])
     ctx.emit(OP.GatherV2, [x, positions, ctx.const(np.int32(axis), "axis")], node.outputs, name=node.name)
+
+
+@onnx_op("Unique", since=11)
+def unique(ctx: Context, node: OnnxNode, *, axis: int | None = None, sorted: int = 1) -> None:
+    """Unique without an axis, sorted -> Unique (four outputs: values, first indices, inverse indices, counts), as
+    MNN's converter writes it. MNN's Unique flattens and sorts whatever the attributes say, so an axis or
+    sorted=0 is refused rather than computed otherwise."""
+    if axis is not None or not sorted:
+        raise UseFunctionBody(f"{node.label()}: only the sorted form without an axis is supported (MNN's Unique)")
+    outputs = [node.outputs[i] if i < len(node.outputs) and node.outputs[i] else ctx.graph.unique_name(
+        f"{node.name}_unused{i}") for i in range(4)]
+    ctx.emit(OP.Unique, [node.inputs[0]], outputs, name=node.name)
