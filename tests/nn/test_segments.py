@@ -98,6 +98,23 @@ def test_module_cuts_at_nonzero(tmp_path: Path) -> None:
     assert module.runner.cuts == 1  # one Where between two pre-inferred segments
 
 
+@pytest.mark.parametrize("backend", ["OPENCL", "VULKAN"])
+def test_module_segments_on_gpu_backends(tmp_path: Path, backend: str) -> None:
+    """The segments run on the chosen backend (PoCL / lavapipe in CI); the op between them on the CPU."""
+    from support.runners import require_backend
+
+    require_backend(backend.lower())
+    model, path = _detector(tmp_path)
+    module = MNN.nn.load_module_from_file(str(path), ["x"], ["picked", "nz", "total"],
+                                          backend=getattr(MNN.expr.Backend, backend))
+    for scale in (1.0, 2.0):
+        x = (RNG.normal(0, 1, (1, 4, 8, 8)) * scale).astype(np.float32)
+        for g, r in zip(_forward(module, x), _ort(model, {"x": x}), strict=True):
+            _same(g, r, rtol=1e-4)
+    assert module.runner.cuts == 1
+    assert module.runner.split.head.session.main.name == backend.lower()
+
+
 def test_session_api_runs_it_too(tmp_path: Path) -> None:
     """The Session API plans again for each new input value (the ops up to the Where folded with it): slower than
     the Module's segments, the same results (official MNN's Session API refuses such a net)."""
