@@ -278,5 +278,5 @@ def test_unique_of_a_computed_tensor(runtime: str, tmp_path: Path) -> None:
 
 def test_unique_with_an_axis_is_refused(tmp_path: Path) -> None:
     node = oh.make_node("Unique", ["x"], ["y"], axis=0)
-    with pytest.raises(ModelError, match="Unique.*sorted form without an axis"):
+    with pytest.raises(ModelError, match=r"Unique.*sorted form without an axis"):
         _save(tmp_path, [node], [("x", F, [3, 4])], [("y", F)], opset=11)
