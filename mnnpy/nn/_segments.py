@@ -2,18 +2,23 @@
 
 Pre-inference plans a session from input *shapes*. An op like Where with one input (ONNX NonZero) has an output
 shape set by the *values* of its input, so when that input is computed by the net no single plan fits every run.
-MNN's Session API refuses such a net ("use module api instead"); its Module API cuts the net there. So does this:
+MNN's Session API refuses such a net ("use module api instead"); its Module API splits the net there. So does this:
 
 * a ``Runner`` plans the net as one Session while it can. When pre-inference stops at an op whose shape needs a
-  tensor the net computes (``InputValueNeeded.tensor`` is not an input the user feeds), the net is cut at that op:
-* the first segment is a Session of the ops before it; its outputs are the tensors that later ops read;
-* the op itself runs eagerly on the CPU with those values (its output shape computed from them);
-* the ops after it form a second Runner whose inputs are the crossing tensors and the op's outputs, planned when
-  their shapes are known and planned again only when they change. It may cut again at the next such op.
+  tensor the net computes (``InputValueNeeded.tensor`` is not an input the user feeds), the net is split, on the
+  first run (the values are needed to find every such op):
+* the head: a Runner of every op that reads nothing such an op makes. Finding them is shape planning alone
+  (``encode``, no kernels), repeated with each op found set aside with everything after it that reads its outputs;
+* the ops found run eagerly on the CPU with the head's values (their output shapes computed from them). However
+  many there are side by side (ONNX NonMaxSuppression becomes one op per class), they are one layer;
+* the tail: the ops after them, a Runner whose inputs are the tensors crossing from the head and the eager ops'
+  outputs, planned when their shapes are known and planned again only when they change. It may split again (a
+  chain of such ops gives as many layers as its length).
 
 Every segment keeps the whole pre-inference (geometry, strategy, memory plan) of a normal session. Shapes that
 depend on the values of an input the user feeds (a shape tensor) stay with the Session's own mechanism: it plans
-again when those values change (MNN: ``needInputContentForShape``).
+again when those values change (MNN: ``needInputContentForShape``). The Session API runs a split net that way too:
+every op up to the value-shaped ones is folded with the input's values, planned again for each new input.
 """
 
 from __future__ import annotations
