@@ -158,30 +158,65 @@ class MnnpyEngine(Engine):
         if backend.lower() in ("cpu", "auto"):
             registry.import_all("mnnpy.backends.cpu.ops")
             import mnnpy.backends.cpu.backend  # the first createSession imports it
-            import mnnpy.backends.cpu.compute.conv  # noqa: F401 - conv kernels import it on first resize
+            import mnnpy.backends.cpu.compute.conv  # conv kernels import it on first resize
             from mnnpy.backends.cpu.compute import blas
 
             blas.backend()  # threadpoolctl's import and its one scan of the loaded libraries
+        import mnnpy.nn._segments  # noqa: F401 - a net split into segments needs it (`_runner`)
         t0 = time.perf_counter()
         self.interp = Interpreter(str(path))
         t1 = time.perf_counter()
-        self.session = self.interp.createSession({"backend": backend.upper(), "numThread": threads, **(config or {})})
+        config = {"backend": backend.upper(), "numThread": threads, **(config or {})}
+        self.session = self.interp.createSession(config)
+        self.runner = self._runner(config)
         t2 = time.perf_counter()
         self.load_ms, self.session_ms = (t1 - t0) * 1e3, (t2 - t1) * 1e3
         self._run = self.session.run  # the bare run, as runSession minus its argument checks
+        self._feeds: dict[int, np.ndarray] = {}
+        self._last: dict[int, np.ndarray] = {}
+
+    def _runner(self, config: dict[str, Any]) -> Any:
+        """A Module's runner (`mnnpy.nn._segments`) when the net's shapes depend on values it computes: a session
+        would fold the whole net with the first input's values and time nothing. None for every other net."""
+        from mnnpy.core.pipeline import InputValueNeeded
+        from mnnpy.nn._segments import Runner
+
+        error, net = self.session.resize_error, self.interp.net
+        inputs = list(self.session._input_placeholders())
+        if not isinstance(error, InputValueNeeded) or error.tensor is None or error.tensor in inputs:
+            return None
+        names = [str(n) for n in net.tensorName or []]
+        outputs = [names.index(str(n)) for n in net.outputName or []]
+        runner = Runner(net, inputs, outputs, config)
+        runner.prepare()
+        return runner
+
+    @property
+    def mode(self) -> str:
+        """How the runs go: through one session, or a Module's segments (split on the first, untimed run)."""
+        return "segments" if self.runner is not None else "session"
 
     def input_shapes(self) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
         tensors = self.interp.getSessionInputAll(self.session)
         return {n: (tuple(t.getShape()), np.dtype(t.getDataType().dtype)) for n, t in tensors.items()}
 
     def feed(self, feeds: dict[str, np.ndarray]) -> None:
+        if self.runner is not None:
+            names = [str(n) for n in self.interp.net.tensorName or []]
+            self._feeds = {names.index(k): np.asarray(v) for k, v in feeds.items()}
+            return
         for name, value in feeds.items():
             self.interp.getSessionInput(self.session, name).copyFrom(value)
 
     def run(self) -> None:
+        if self.runner is not None:
+            self._last = self.runner.run(self._feeds)
+            return
         self.interp.runSession(self.session)
 
     def output(self) -> np.ndarray:
+        if self.runner is not None:
+            return np.asarray(self._last[self.runner.outputs[0]], dtype=np.float32)
         return np.asarray(self.interp.getSessionOutput(self.session).getNumpyData(), dtype=np.float32)
 
 

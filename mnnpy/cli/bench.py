@@ -93,6 +93,9 @@ def run(args: argparse.Namespace) -> int:
             diffs = agreement(engines)
             ours = next((e for e in engines if isinstance(e, MnnpyEngine)), None)
             where = f", mnnpy on {ours.session.main.name}" if ours is not None else ""
+            if ours is not None and ours.mode == "segments":
+                where += (" as a Module's segments (its shapes depend on values it computes; split on the first, "
+                          "untimed run)")
             with_others = f", in the same rounds as {_others(counts, n)}" if len(counts) > 1 else ""
             title = (f"{Path(args.model).name}: {n} thread(s), {args.runs} runs after {args.warmup} warm-up, "
                      f"interleaved{where}{with_others}")
@@ -102,7 +105,9 @@ def run(args: argparse.Namespace) -> int:
             print(scaling([(n, stats) for n, stats, _ in results]))
         ours = next((e for e in groups[0][1] if isinstance(e, MnnpyEngine)), None)
         ops = []
-        if args.profile and ours is not None:
+        if args.profile and ours is not None and ours.mode == "segments":
+            print("no per-op profile: the net runs as a Module's segments, not one session")
+        elif args.profile and ours is not None:
             n = groups[0][0]
             ops = profile_session(ours.session, runs=max(args.runs // 2, 2), warmup=1)
             overhead = run_overhead(ours.session, runs=max(args.runs // 2, 2))

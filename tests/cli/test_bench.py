@@ -223,3 +223,25 @@ def test_bad_thread_counts_are_refused(text: str, capsys: pytest.CaptureFixture[
     with pytest.raises(SystemExit) as exc:
         main(["bench", "model.onnx", "--threads", text])
     assert exc.value.code == 2 and "thread counts" in capsys.readouterr().err
+
+
+def test_bench_value_shaped_net_runs_as_segments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A net whose shapes depend on values it computes (Relu -> NonZero -> GatherND) is timed through a Module's
+    segments: a session would fold it whole with the first input's values and time nothing. Its output agrees with
+    onnxruntime's (the table's max rel diff) and the profile is declined, saying why."""
+    pytest.importorskip("onnxruntime")
+    nodes = [oh.make_node("Relu", ["x"], ["r"]), oh.make_node("NonZero", ["r"], ["nz"]),
+             oh.make_node("Transpose", ["nz"], ["idx"], perm=[1, 0]), oh.make_node("GatherND", ["x", "idx"], ["y"])]
+    graph = oh.make_graph(nodes, "nz", [oh.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])],
+                          [oh.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 13)])
+    model.ir_version = 8
+    path = tmp_path / "nz.onnx"
+    onnx.save(model, str(path))
+    args = ["bench", str(path), "--runs", "3", "--warmup", "1", "--compare", "ort", "--profile", "--workdir",
+            str(tmp_path), "--json", str(tmp_path / "r.json")]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "as a Module's segments" in out and "no per-op profile" in out, out
+    record = json.loads((tmp_path / "r.json").read_text())
+    assert record["engines"]["ort"]["max_rel_diff"] <= 1e-6, record
