@@ -276,19 +276,43 @@ class MnnEngine(Engine):
         import MNN
 
         self.mnn = MNN
+        self.module: Any = None
         t0 = time.perf_counter()
         self.interp = MNN.Interpreter(str(path))
         t1 = time.perf_counter()
-        self.session = self.interp.createSession({"numThread": threads})
+        try:
+            self.session = self.interp.createSession({"numThread": threads})
+        except Exception:  # its Session API refuses a net whose shapes need computed values
+            self.session = None
+            self.module, self.declared = self._module(path, threads)
         t2 = time.perf_counter()
         self.load_ms, self.session_ms = (t1 - t0) * 1e3, (t2 - t1) * 1e3
 
+    def _module(self, path: Path, threads: int) -> tuple[Any, dict[str, tuple[int, ...]]]:
+        """Official MNN's Module API on the file, as its Session API's refusal advises ("use module api instead")."""
+        from mnnpy.schema import load_net
+        from mnnpy.schema import mnn_generated as fb
+
+        net = load_net(path)
+        names = [str(n) for n in net.tensorName or []]
+        declared = {names[int(op.outputIndexes[0])]: tuple(int(d) for d in np.asarray(op.main.dims).ravel())
+                    for op in net.oplists or [] if op.type == fb.OpType.Input and op.main is not None}
+        outputs = [str(n) for n in net.outputName or []]
+        return self.mnn.nn.load_module_from_file(str(path), list(declared), outputs, thread_num=threads), declared
+
     def input_shapes(self) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+        if self.module is not None:
+            return {n: (shape, np.dtype(np.float32)) for n, shape in self.declared.items()}
         tensors = self.interp.getSessionInputAll(self.session)
         return {n: (tuple(t.getShape()), np.dtype(np.float32)) for n, t in tensors.items()}
 
     def feed(self, feeds: dict[str, np.ndarray]) -> None:
         mnn = self.mnn
+        if self.module is not None:
+            self.args = [mnn.expr.const(np.ascontiguousarray(feeds[n], np.float32), list(feeds[n].shape), mnn.expr.NCHW)
+                         for n in self.declared]
+            self.hosts = []
+            return
         self.hosts = []
         for name, value in feeds.items():
             tensor = self.interp.getSessionInput(self.session, name)
@@ -302,10 +326,16 @@ class MnnEngine(Engine):
             tensor.copyFrom(host)
 
     def run(self) -> None:
+        if self.module is not None:
+            self.result = self.module.forward(self.args)
+            return
         self.interp.runSession(self.session)
 
     def output(self) -> np.ndarray:
         mnn = self.mnn
+        if self.module is not None:
+            out = self.result[0] if isinstance(self.result, (list, tuple)) else self.result
+            return np.array(out.read(), np.float32)
         tensor = self.interp.getSessionOutput(self.session)
         shape = list(tensor.getShape())
         host = mnn.Tensor(shape, mnn.Halide_Type_Float, np.zeros(shape, np.float32), mnn.Tensor_DimensionType_Caffe)
