@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from .tf_build import GraphBuilder, check, pad_same
+from .tf_build import GraphBuilder, check, convert, pad_same
 
 RNG = np.random.default_rng(5)
 
@@ -62,3 +62,41 @@ def test_split_tile_range_argmax(tmp_path: Path) -> None:
             "tile": np.tile(x, (1, 2, 1)), "ramp": x * np.arange(4), "argmax": x.argmax(-1).astype(np.float64),
             "twice": 2 * x}
     check(g, {"input": x}, refs, tmp_path)
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+def test_where_and_non_max_suppression(tmp_path: Path, runtime: str) -> None:
+    """tf.where(x > 0) and tf.image.non_max_suppression (V3, with a score threshold) on computed inputs: counts from
+    the values, so both runtimes run them through their Module API. References: numpy's argwhere and TensorFlow."""
+    tf = pytest.importorskip("tensorflow", reason="TensorFlow is the NMS reference")
+    from support import official
+
+    import mnnpy
+
+    lib = mnnpy if runtime == "mnnpy" else official.require_mnn()
+    g = GraphBuilder()
+    inp = g.placeholder("input", [4, 5])
+    boxes_in = g.placeholder("boxes", [8, 4])
+    positive = g.op("Greater", [inp, g.const(0.0)], T=1)
+    g.op("Where", [positive], name="where", T=10)
+    scores = g.op("Sigmoid", [g.op("Sum", [inp, g.const(_i32([0]), dtype=np.int32)], T=1, Tidx=3)], T=1)
+    scores8 = g.op("ConcatV2", [scores, g.op("Neg", [scores], T=1), g.const(0, dtype=np.int32)], T=1, N=2, Tidx=3)
+    scores8 = g.op("Slice", [scores8, g.const(_i32([0]), dtype=np.int32), g.const(_i32([8]), dtype=np.int32)],
+                   T=1, Index=3)
+    g.op("NonMaxSuppressionV3", [boxes_in, scores8, g.const(5, dtype=np.int32), g.const(0.4), g.const(0.1)],
+         name="nms", T=1, T_threshold=1)
+    path = tmp_path / "model.mnn"
+    convert(g, path, ["where", "nms"])
+    module = lib.nn.load_module_from_file(str(path), ["input", "boxes"], ["where", "nms"])
+    for scale in (1.0, 3.0):
+        x = _x(4, 5) * scale
+        corners = RNG.uniform(0, 4, (8, 2, 2)).astype(np.float32)
+        boxes = np.concatenate([corners.min(1), corners.max(1)], 1)
+        outs = module.forward([lib.expr.const(x, [4, 5], lib.expr.NHWC), lib.expr.const(boxes, [8, 4], lib.expr.NHWC)])
+        got = {name: np.array(v.read()) for name, v in zip(["where", "nms"], outs, strict=True)}  # int outputs:
+        # read as they are (official MNN's expr.convert fails on them)
+        s = 1 / (1 + np.exp(-x.sum(0)))
+        s8 = np.concatenate([s, -s])[:8].astype(np.float32)
+        ref_nms = tf.image.non_max_suppression(boxes, s8, 5, 0.4, 0.1).numpy()
+        np.testing.assert_array_equal(got["where"], np.argwhere(x > 0))
+        np.testing.assert_array_equal(got["nms"], ref_nms)

@@ -1,4 +1,5 @@
-"""PlaceholderWithDefault, Split, SplitV, Tile, Range, ArgMax/ArgMin, Rank, Size, ZerosLike/OnesLike."""
+"""PlaceholderWithDefault, Split, SplitV, Tile, Range, ArgMax/ArgMin, Rank, Size, ZerosLike/OnesLike, Where,
+NonMaxSuppressionV2/V3."""
 
 from __future__ import annotations
 
@@ -134,3 +135,29 @@ def zeros_like(ctx: Context, node: TfNode) -> None:
     zero = ctx.binary(fb.BinaryOpOperation.MUL, ctx.x(x), ctx.const(np.float32(0), node.name + "/zero"))
     ctx.binary(fb.BinaryOpOperation.ADD, zero, ctx.const(np.float32(fill), node.name + "/fill"), node.name)
     ctx.set_out(node.name, node.name, shape=shape)
+
+
+@tf_op("Where")
+def where(ctx: Context, node: TfNode) -> None:
+    """Where(condition) -> Where: int32 [count, rank] coordinates of the true (non-zero) elements, row-major (a
+    non-bool input is compared with 0 first). The count comes from the values: the net runs through the Module API
+    (`mnnpy.nn._segments`). Where with three inputs is TF1's Select."""
+    if len(node.inputs) != 1:
+        raise ConvertError(f"{node.label()}: Where with {len(node.inputs)} inputs (TF1's Select) is not supported")
+    cond = ctx.x(node.inputs[0])
+    if int(node.attr("T", 10)) != 10:  # DT_BOOL
+        zero = ctx.const(np.float32(0) if int(node.attr("T")) in (1, 2, 19) else np.int32(0), node.name + "/zero")
+        cond = ctx.binary(fb.BinaryOpOperation.NOTEQUAL, cond, zero)
+    # an empty Extra parameter, as MNN's converters write it (official MNN's Module API needs it)
+    ctx.emit(OP.Where, [cond], [node.name], PARAM.Extra, fb.ExtraT(), name=node.name)
+    rank = ctx.rank(node.inputs[0])
+    ctx.set_out(node.name, node.name, shape=None if rank is None else [None, rank])
+
+
+@tf_op("NonMaxSuppressionV2", "NonMaxSuppressionV3")
+def non_max_suppression(ctx: Context, node: TfNode) -> None:
+    """NonMaxSuppressionV2/V3 (boxes [n, 4], scores [n], max_output_size, iou_threshold[, score_threshold]) ->
+    NonMaxSuppressionV2: the kept indices, best first (a count from the values, as Where)."""
+    ctx.emit(OP.NonMaxSuppressionV2, [ctx.x(k) for k in node.inputs], [node.name], PARAM.NonMaxSuppressionV2,
+             fb.NonMaxSuppressionV2T(), name=node.name)
+    ctx.set_out(node.name, node.name, shape=[None])
