@@ -86,9 +86,9 @@ class Runner:
         self.formats: dict[int, str] = {}  # output index -> host format of the last run ("NHWC" or "NCHW")
 
     @property
-    def cuts(self) -> int:
+    def layers(self) -> int:
         """How many layers of value-shaped ops run between segments (0: one session)."""
-        return 0 if self.split is None else self.split.cuts
+        return 0 if self.split is None else self.split.layers
 
     def prepare(self) -> None:
         """Plan at the declared input shapes, so that a net that cannot be planned fails at load. A net that needs
@@ -172,8 +172,8 @@ class _Split:
                                     owner.user_inputs)
 
     @property
-    def cuts(self) -> int:
-        return 1 + (self.tail.cuts if self.tail is not None else 0)
+    def layers(self) -> int:
+        return 1 + (self.tail.layers if self.tail is not None else 0)
 
     def run(self, feeds: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
         values = {**feeds, **self.consts, **self.head.run({i: feeds[i] for i in self.head.inputs})}
@@ -232,8 +232,8 @@ class _LazyRunner:
         self.formats: dict[int, str] = {}
 
     @property
-    def cuts(self) -> int:
-        return 0 if self.runner is None else self.runner.cuts
+    def layers(self) -> int:
+        return 0 if self.runner is None else self.runner.layers
 
     def run(self, feeds: dict[int, np.ndarray], formats: dict[int, str]) -> dict[int, np.ndarray]:
         if self.runner is None:

@@ -154,7 +154,7 @@ class SessionModule(Module):
     """A `.mnn` model run through pre-inferred sessions (MNN: the module of `load_module_from_file`).
 
     One session while every shape follows from the input shapes; a net with an op whose output shape depends on
-    values the net computes (Where with one input: ONNX NonZero) is cut there into segments, as MNN's Module API
+    values the net computes (Where with one input: ONNX NonZero) is split there into segments, as MNN's Module API
     does (`mnnpy.nn._segments`).
     """
 
@@ -185,7 +185,7 @@ class SessionModule(Module):
 
     @property
     def session(self) -> Any:
-        """The session of an uncut net (None once the net is cut into segments)."""
+        """The session of an unsplit net (None once the net runs as segments)."""
         return self.runner.session
 
     def _in_format(self, var: Var, name: str) -> Var:

@@ -1,4 +1,4 @@
-"""Nets whose shapes depend on values they compute (ONNX NonZero / Compress -> MNN Where): the Module API cuts them
+"""Nets whose shapes depend on values they compute (ONNX NonZero / Compress -> MNN Where): the Module API splits them
 into pre-inferred segments (`mnnpy.nn._segments`), as MNN's Module API does; checked against onnxruntime, with
 official MNN's Module API running the same converted files where the wheel is installed."""
 
@@ -95,7 +95,7 @@ def test_module_cuts_at_nonzero(tmp_path: Path) -> None:
     # x2 picks as many elements as x1: no segment plans again (the Session API, which folds every op before the
     # Where with the input's values, plans again on every new input)
     assert resizes[1] == resizes[0]
-    assert module.runner.cuts == 1  # one Where between two pre-inferred segments
+    assert module.runner.layers == 1  # one Where between two pre-inferred segments
 
 
 @pytest.mark.parametrize("backend", ["OPENCL", "VULKAN"])
@@ -111,7 +111,7 @@ def test_module_segments_on_gpu_backends(tmp_path: Path, backend: str) -> None:
         x = (RNG.normal(0, 1, (1, 4, 8, 8)) * scale).astype(np.float32)
         for g, r in zip(_forward(module, x), _ort(model, {"x": x}), strict=True):
             _same(g, r, rtol=1e-4)
-    assert module.runner.cuts == 1
+    assert module.runner.layers == 1
     assert module.runner.split.head.session.main.name == backend.lower()
 
 
@@ -152,7 +152,7 @@ def test_module_cuts_twice(tmp_path: Path) -> None:
         x = (RNG.normal(0, 1, (6, 5)) * scale).astype(np.float32)
         for g, r in zip(_forward(module, x), _ort(model, {"x": x}), strict=True):
             _same(g, r)
-    assert module.runner.cuts == 2
+    assert module.runner.layers == 2
 
 
 def test_shape_error_after_the_cut_names_the_op(tmp_path: Path) -> None:
@@ -215,7 +215,7 @@ def test_module_nms_per_class_in_one_layer(tmp_path: Path, center_point_box: int
         for g, r in zip(_forward(module, x), refs, strict=True):
             _same(g, r)
     assert len(counts) > 1  # the kept counts differ between the inputs: the tail segment was planned again
-    assert module.runner.cuts == 1
+    assert module.runner.layers == 1
 
 
 @pytest.mark.parametrize("positive", [False, True])
