@@ -261,6 +261,7 @@ def _cpu_backend() -> Any:
 def eval_op(op: Any, values: list[np.ndarray], backend: Any) -> list[np.ndarray]:
     """Run one op on host values: its output shapes from its shape function (which may read the values), then its
     CPU kernel (``fold_op``)."""
+    registry.load_core()
     entry = registry.SHAPES.get(int(op.type))
     kind = op_type_name(op.type)
     if entry is None:

@@ -280,3 +280,30 @@ def test_unique_with_an_axis_is_refused(tmp_path: Path) -> None:
     node = oh.make_node("Unique", ["x"], ["y"], axis=0)
     with pytest.raises(ModelError, match=r"Unique.*sorted form without an axis"):
         _save(tmp_path, [node], [("x", F, [3, 4])], [("y", F)], opset=11)
+
+
+def _bare_op(op_type: int, outputs: int = 1) -> Any:
+    from mnnpy.schema import mnn_generated as fb
+
+    op = fb.OpT()
+    op.type, op.name, op.inputIndexes, op.outputIndexes = op_type, "bad", [], list(range(outputs))
+    return op
+
+
+@pytest.mark.parametrize(("kind", "outputs", "values", "why"), [
+    ("NonMaxSuppressionV2", 1, [np.zeros((3, 5), np.float32), np.zeros(3, np.float32), np.array([2], np.int32),
+                                np.array([0.5], np.float32)], "reshape"),
+    ("NonMaxSuppressionV2", 1, [np.zeros((3, 4), np.float32), np.zeros(2, np.float32), np.array([2], np.int32),
+                                np.array([0.5], np.float32)], "3 boxes but 2 scores"),
+    ("NonMaxSuppressionV2", 1, [np.zeros((3, 4), np.float32), np.zeros(3, np.float32), np.array([], np.int32),
+                                np.array([0.5], np.float32)], "out of bounds"),
+    ("Unique", 2, [np.zeros(3, np.float32)], "2 outputs are not supported"),
+])
+def test_bad_values_between_segments_name_the_op(kind: str, outputs: int, values: list, why: str) -> None:
+    """What runs between segments checks its inputs: wrong values give a ModelError naming the op, not a crash."""
+    from mnnpy.schema import mnn_generated as fb
+
+    from mnnpy.nn._segments import _cpu_backend, eval_op
+
+    with pytest.raises(ModelError, match=rf"op 'bad' \({kind}\).*{why}"):
+        eval_op(_bare_op(getattr(fb.OpType, kind), outputs), values, _cpu_backend())
