@@ -220,3 +220,24 @@ def test_group_norm_runtime_scale(runtime: str) -> None:
     feeds = {"x": RNG.standard_normal((2, 6, 5, 4)).astype(np.float32),
              "s": RNG.standard_normal(6).astype(np.float32), "b": RNG.standard_normal(6).astype(np.float32)}
     _check(runtime, model, feeds, rtol=1e-4)
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+@pytest.mark.parametrize(("axis", "p"), [(0, 2), (1, 1), (-1, 2)])
+def test_lp_normalization_zero_norm(runtime: str, axis: int, p: int) -> None:
+    """A slice of zeros normalises to zeros (ONNX, onnxruntime), not 0 / 0."""
+    x = RNG.standard_normal((3, 4, 5)).astype(np.float32)
+    x[1] = 0.0
+    x[:, 2] = 0.0
+    x[..., 3] = 0.0
+    node = oh.make_node("LpNormalization", ["x"], ["y"], axis=axis, p=p)
+    _check(runtime, make_model([node], [("x", F, [3, 4, 5])], ["y"], {}, 13), {"x": x})
+
+
+def test_sequence_and_optional_graph_inputs_are_refused() -> None:
+    seq = oh.make_value_info("s", oh.make_sequence_type_proto(oh.make_tensor_type_proto(F, [3])))
+    graph = oh.make_graph([oh.make_node("Identity", ["s"], ["t"])], "g", [seq],
+                          [oh.make_value_info("t", oh.make_sequence_type_proto(oh.make_tensor_type_proto(F, [3])))])
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 13)])
+    with pytest.raises(ModelError, match="graph input 's' has an ONNX sequence type"):
+        BACKENDS["mnnpy"].prepare(model)

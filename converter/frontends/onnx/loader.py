@@ -194,6 +194,11 @@ def load_onnx(source: str | Path | Any, progress: Any = None) -> Graph:
     model = _infer(onnx, model)
     shapes, dtypes = _value_infos(model)
     graph = Graph()
+    for info in list(model.graph.input) + list(model.graph.output):
+        kind = info.type.WhichOneof("value")
+        if kind not in (None, "tensor_type"):  # sequences, optionals, maps: MNN's graph inputs and outputs are tensors
+            raise ConvertError(f"graph {'input' if info in model.graph.input else 'output'} '{info.name}' has an "
+                               f"ONNX {kind.replace('_type', '')} type: only tensors are supported")
     for init in model.graph.initializer:
         graph.constants[init.name] = _to_numpy(onnx, init)
     for inp in model.graph.input:

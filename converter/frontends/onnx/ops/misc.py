@@ -112,7 +112,8 @@ def hardmax(ctx: Context, node: OnnxNode, *, axis: int = -1) -> None:
 
 @onnx_op("LpNormalization")
 def lp_normalization(ctx: Context, node: OnnxNode, *, axis: int = -1, p: int = 2) -> None:
-    """LpNormalization -> x / norm_p(x, axis) (p = 1 or 2)."""
+    """LpNormalization -> x / norm_p(x, axis) (p = 1 or 2); a zero norm divides by 1 (its x are all 0, and ONNX's
+    result there is 0, not 0 / 0)."""
     x = node.inputs[0]
     if p == 1:
         norm = reduction(ctx, ctx.unary(UN.ABS, x), fb.ReductionType.SUM, [axis], True)
@@ -120,7 +121,9 @@ def lp_normalization(ctx: Context, node: OnnxNode, *, axis: int = -1, p: int = 2
         norm = ctx.unary(UN.SQRT, reduction(ctx, ctx.unary(UN.SQUARE, x), fb.ReductionType.SUM, [axis], True))
     else:
         raise UseFunctionBody(f"{node.label()}: p={p} is not supported")
-    ctx.binary(BIN.REALDIV, x, norm, node.outputs[0])
+    zero = ctx.binary(BIN.EQUAL, norm, ctx.const(np.float32(0)))
+    safe = ctx.out(OP.Select, [zero, ctx.const(np.float32(1)), norm], name="Select")
+    ctx.binary(BIN.REALDIV, x, safe, node.outputs[0])
 
 
 @onnx_op("LRN")
