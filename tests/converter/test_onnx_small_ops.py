@@ -241,3 +241,15 @@ def test_sequence_and_optional_graph_inputs_are_refused() -> None:
     model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 13)])
     with pytest.raises(ModelError, match="graph input 's' has an ONNX sequence type"):
         BACKENDS["mnnpy"].prepare(model)
+
+
+def test_training_mode_dropout_is_refused() -> None:
+    """A constant true training_mode draws a random mask: refused, not run as the identity (ratio 0 is exact)."""
+    node = oh.make_node("Dropout", ["x", "r", "t"], ["y"])
+    inits = {"r": np.array(0.5, np.float32), "t": np.array(True)}
+    with pytest.raises(ModelError, match="training-mode Dropout"):
+        BACKENDS["mnnpy"].prepare(make_model([node], [("x", F, [2, 3])], ["y"], inits, 13))
+    x = RNG.standard_normal((2, 3)).astype(np.float32)
+    got = _run("mnnpy", make_model([node], [("x", F, [2, 3])], ["y"], {**inits, "r": np.array(0.0, np.float32)}, 13),
+               {"x": x})[0]
+    np.testing.assert_array_equal(got, x)

@@ -157,7 +157,14 @@ def identity(ctx: Context, node: OnnxNode) -> None:
 
 @onnx_op("Dropout")
 def dropout(ctx: Context, node: OnnxNode, *, ratio: float = 0.5, is_test: int = 0, seed: int = 0) -> None:
-    """Dropout (inference) -> Dropout op removed by the identity pass; the mask output is all ones (Fill)."""
+    """Dropout (inference) -> Dropout op removed by the identity pass; the mask output is all ones (Fill). A
+    constant true training_mode with a ratio that is not a constant 0 is refused: training-mode dropout draws a
+    random mask. A training_mode given at run time runs as inference (an inference engine's mode)."""
+    training = ctx.value(node.input(2)) if node.input(2) else None
+    if training is not None and bool(np.asarray(training).reshape(-1)[0]):
+        ratio_value = ctx.value(node.input(1)) if node.input(1) else np.float32(0.5)
+        if ratio_value is None or float(np.asarray(ratio_value).reshape(-1)[0]) != 0.0:
+            raise UseFunctionBody(f"{node.label()}: training-mode Dropout (a random mask) is not supported")
     ctx.emit(OP.Dropout, [node.inputs[0]], [node.outputs[0]], name=node.name)
     if len(node.outputs) > 1 and node.outputs[1]:
         ones = ctx.const(np.ones(1, np.int32), "ones")

@@ -147,15 +147,19 @@ def cast(ctx: Context, node: OnnxNode, *, to: int = 1, saturate: int = 1, round_
 
 @onnx_op("CastLike")
 def cast_like(ctx: Context, node: OnnxNode, *, saturate: int = 1, round_mode: str = "up") -> None:
-    """CastLike -> Cast to the (statically known) type of the second input."""
+    """CastLike -> Cast to the (statically known) type of the second input; the types Cast refuses (float8, 4- and
+    2-bit) are refused here too, rather than computed in float."""
+    import onnx
+
     elem = ctx.dtypes.get(node.inputs[1])
     like = ctx.value(node.inputs[1])
     if like is not None:
-        dst = fb.DataType.DT_FLOAT if like.dtype.kind == "f" else fb.DataType.DT_INT32
-    elif elem is not None:
-        dst = ONNX_TO_MNN_DTYPE.get(elem, fb.DataType.DT_FLOAT)
-    else:
+        elem = onnx.helper.np_dtype_to_tensor_dtype(like.dtype)
+    if elem is None:
         raise UseFunctionBody(f"{node.label()}: the target type is unknown")
+    dst = ONNX_TO_MNN_DTYPE.get(elem)
+    if dst is None:
+        raise UseFunctionBody(f"{node.label()}: cast to ONNX type {elem} is not supported")
     param = fb.CastParamT()
     param.dstT = dst
     ctx.emit(OP.Cast, [node.inputs[0]], node.outputs, PARAM.CastParam, param, name=node.name)
