@@ -100,3 +100,52 @@ def test_where_and_non_max_suppression(tmp_path: Path, runtime: str) -> None:
         ref_nms = tf.image.non_max_suppression(boxes, s8, 5, 0.4, 0.1).numpy()
         np.testing.assert_array_equal(got["where"], np.argwhere(x > 0))
         np.testing.assert_array_equal(got["nms"], ref_nms)
+
+
+def test_select_logic_gather_topk_onehot_cumsum(tmp_path: Path) -> None:
+    """SelectV2 (broadcast), TF1 Select (a vector condition picks rows), LogicalAnd / LogicalNot, GatherNd, TopKV2,
+    OneHot, Cumsum (exclusive, reverse), BroadcastTo and LogSoftmax against numpy."""
+    g = GraphBuilder()
+    x, y = _x(4, 5), _x(4, 5)
+    inp, other = g.placeholder("input", [4, 5]), g.placeholder("other", [4, 5])
+    pos = g.op("Greater", [inp, g.const(0.0)], T=1)
+    big = g.op("Greater", [other, g.const(-0.5)], T=1)
+    g.op("SelectV2", [pos, inp, g.const(np.float32(-1.0))], name="select_v2", T=1)
+    rows = g.op("Greater", [g.op("Sum", [inp, g.const(_i32([1]), dtype=np.int32)], T=1, Tidx=3), g.const(0.0)], T=1)
+    g.op("Select", [rows, inp, other], name="select_rows", T=1)
+    both = g.op("LogicalAnd", [pos, big])
+    g.op("Cast", [g.op("LogicalNot", [both]), ], name="not_both", SrcT=10, DstT=1)
+    g.op("GatherNd", [inp, g.const(_i32([[1, 2], [3, 0], [0, 4]]), dtype=np.int32)], name="gather_nd", Tparams=1,
+         Tindices=3)
+    g.op("TopKV2", [inp, g.const(3, dtype=np.int32)], name="topk", T=1, sorted=True)
+    g.op("OneHot", [g.const(_i32([0, 3, 5, 1]), dtype=np.int32), g.const(5, dtype=np.int32), g.const(2.0),
+                    g.const(-1.0)], name="one_hot", T=1, TI=3, axis=-1)
+    g.op("Cumsum", [inp, g.const(1, dtype=np.int32)], name="cumsum", T=1, Tidx=3, exclusive=True, reverse=True)
+    g.op("BroadcastTo", [g.op("Sum", [inp, g.const(_i32([0]), dtype=np.int32)], T=1, Tidx=3, keep_dims=True),
+                         g.const(_i32([3, 5]), dtype=np.int32)], name="broadcast", T=1, Tidx=3)
+    g.op("LogSoftmax", [inp], name="log_softmax", T=1)
+    rev = np.cumsum(x[:, ::-1], axis=1)[:, ::-1]
+    shifted = x - x.max(1, keepdims=True)
+    order = np.argsort(-x, axis=1, kind="stable")[:, :3]
+    refs = {"select_v2": np.where(x > 0, x, -1.0), "select_rows": np.where((x.sum(1) > 0)[:, None], x, y),
+            "not_both": (~((x > 0) & (y > -0.5))).astype(np.float64), "gather_nd": x[[1, 3, 0], [2, 0, 4]],
+            "topk": np.take_along_axis(x, order, 1), "topk:1": order.astype(np.float64),
+            "one_hot": np.where(np.arange(5) == np.array([0, 3, 5, 1])[:, None], 2.0, -1.0),
+            "cumsum": rev - x, "broadcast": np.broadcast_to(x.sum(0, keepdims=True), (3, 5)),
+            "log_softmax": shifted - np.log(np.exp(shifted).sum(1, keepdims=True))}
+    check(g, {"input": x, "other": y}, refs, tmp_path)
+
+
+def test_depth_to_space_and_back(tmp_path: Path) -> None:
+    """DepthToSpace / SpaceToDepth (NHWC, block 2) after a conv, so they read an NCHW feature map, against numpy."""
+    g = GraphBuilder()
+    x, w = _x(1, 4, 6, 8), _x(1, 1, 8, 8)
+    inp = g.placeholder("input", [1, 4, 6, 8])
+    conv = g.op("Conv2D", [inp, g.const(w)], strides=[1, 1, 1, 1], padding="VALID", T=1)
+    up = g.op("DepthToSpace", [conv], name="d2s", block_size=2, T=1)
+    g.op("SpaceToDepth", [up], name="s2d", block_size=2, T=1)
+    g.op("SpaceToDepth", [inp], name="s2d_in", block_size=2, T=1)
+    y = np.einsum("nhwc,co->nhwo", x, w[0, 0])
+    d2s = y.reshape(1, 4, 6, 2, 2, 2).transpose(0, 1, 3, 2, 4, 5).reshape(1, 8, 12, 2)
+    s2d_in = x.reshape(1, 2, 2, 3, 2, 8).transpose(0, 1, 3, 2, 4, 5).reshape(1, 2, 3, 32)
+    check(g, {"input": x}, {"d2s": d2s, "s2d": y, "s2d_in": s2d_in}, tmp_path)
