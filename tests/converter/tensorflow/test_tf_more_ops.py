@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from .tf_build import GraphBuilder, check, convert, pad_same
+from .tf_build import GraphBuilder, check, conv2d, convert, pad_same
 
 RNG = np.random.default_rng(5)
 
@@ -149,3 +149,17 @@ def test_depth_to_space_and_back(tmp_path: Path) -> None:
     d2s = y.reshape(1, 4, 6, 2, 2, 2).transpose(0, 1, 3, 2, 4, 5).reshape(1, 8, 12, 2)
     s2d_in = x.reshape(1, 2, 2, 3, 2, 8).transpose(0, 1, 3, 2, 4, 5).reshape(1, 2, 3, 32)
     check(g, {"input": x}, {"d2s": d2s, "s2d": y, "s2d_in": s2d_in}, tmp_path)
+
+
+def test_space_to_batch_atrous_conv(tmp_path: Path) -> None:
+    """TF1's atrous convolution: SpaceToBatchND -> Conv2D VALID -> BatchToSpaceND, against a dilated conv."""
+    g = GraphBuilder()
+    x, w = _x(1, 9, 10, 3), _x(3, 3, 3, 4)
+    inp = g.placeholder("input", [1, 9, 10, 3])
+    s2b = g.op("SpaceToBatchND", [inp, g.const(_i32([2, 2]), dtype=np.int32),
+                                  g.const(_i32([[2, 3], [2, 2]]), dtype=np.int32)], name="s2b", T=1)
+    conv = g.op("Conv2D", [s2b, g.const(w)], strides=[1, 1, 1, 1], padding="VALID", T=1)
+    g.op("BatchToSpaceND", [conv, g.const(_i32([2, 2]), dtype=np.int32),
+                            g.const(_i32([[0, 1], [0, 0]]), dtype=np.int32)], name="atrous", T=1)
+    ref = conv2d(np.pad(x, [(0, 0), (2, 2), (2, 2), (0, 0)]), w, padding="VALID", dilations=(2, 2))
+    check(g, {"input": x}, {"atrous": ref}, tmp_path)

@@ -1,5 +1,6 @@
 """Selection and indexing ops in TF layout: Select / SelectV2, LogicalAnd / LogicalNot, GatherNd, TopKV2, OneHot,
-Cumsum, BroadcastTo, LogSoftmax (in TF layout: `ctx.x`), DepthToSpace / SpaceToDepth (on the NCHW copy)."""
+Cumsum, BroadcastTo, LogSoftmax (in TF layout: `ctx.x`), DepthToSpace / SpaceToDepth and SpaceToBatchND /
+BatchToSpaceND (on the NCHW copy)."""
 
 from __future__ import annotations
 
@@ -148,4 +149,39 @@ def depth_space(ctx: Context, node: TfNode) -> None:
         n, h, w, c = shape
         shape = [n, h * block, w * block, c // (block * block)] if to_space else \
             [n, h // block, w // block, c * block * block]
+    ctx.set_out(node.name, out, True, shape)
+
+
+def _int_blob(values: np.ndarray) -> object:
+    blob = fb.BlobT()
+    blob.dims = [int(d) for d in values.shape]
+    blob.dataType = fb.DataType.DT_INT32
+    blob.dataFormat = fb.MNN_DATA_FORMAT.NCHW
+    blob.int32s = [int(v) for v in values.ravel()]
+    return blob
+
+
+@tf_op("SpaceToBatchND", "BatchToSpaceND")
+def space_batch(ctx: Context, node: TfNode) -> None:
+    """SpaceToBatchND / BatchToSpaceND (TF1's atrous convolutions) with constant block [bh, bw] and paddings / crops
+    [[t, b], [l, r]] -> the MNN op with a SpaceBatch parameter, on the NCHW copy (the spatial axes and the batch
+    order (i * bw + j) * N + n are the same there)."""
+    x = node.inputs[0]
+    block = np.asarray(ctx.need_value(node, 1, "block_shape"), np.int32).reshape(-1)
+    pads = np.asarray(ctx.need_value(node, 2, "paddings / crops"), np.int32).reshape(-1, 2)
+    if block.size != 2 or pads.shape != (2, 2) or ctx.rank(x) != 4:
+        raise ConvertError(f"{node.label()}: only 4-D inputs with two spatial block dims are supported")
+    param = fb.SpaceBatchT()
+    param.blockShape, param.padding = _int_blob(block), _int_blob(pads)
+    out = ctx.out_name(node.name, True)
+    to_batch = node.op == "SpaceToBatchND"
+    ctx.emit(OP.SpaceToBatchND if to_batch else OP.BatchToSpaceND, [ctx.x_nchw(x)], [out], PARAM.SpaceBatch, param,
+             name=node.name)
+    shape = ctx.shape(x)
+    if shape is not None and None not in shape:
+        n, h, w, c = shape
+        (pt, pb), (pl, pr) = pads.tolist()
+        bh, bw = block.tolist()
+        shape = [n * bh * bw, (h + pt + pb) // bh, (w + pl + pr) // bw, c] if to_batch else \
+            [n // (bh * bw), h * bh - pt - pb, w * bw - pl - pr, c]
     ctx.set_out(node.name, out, True, shape)
