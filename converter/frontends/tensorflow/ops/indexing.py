@@ -1,4 +1,4 @@
-"""Selection and indexing ops in TF layout: Select / SelectV2, LogicalAnd / LogicalNot, GatherNd, TopKV2, OneHot,
+"""Selection, indexing and block-rearranging ops. In TF layout: Select / SelectV2, LogicalAnd / LogicalNot, GatherNd, TopKV2, OneHot,
 Cumsum, BroadcastTo, LogSoftmax (in TF layout: `ctx.x`), DepthToSpace / SpaceToDepth and SpaceToBatchND /
 BatchToSpaceND (on the NCHW copy)."""
 
