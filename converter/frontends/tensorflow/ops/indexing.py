@@ -1,6 +1,6 @@
-"""Selection, indexing and block-rearranging ops. In TF layout: Select / SelectV2, LogicalAnd / LogicalNot, GatherNd, TopKV2, OneHot,
-Cumsum, BroadcastTo, LogSoftmax (in TF layout: `ctx.x`), DepthToSpace / SpaceToDepth and SpaceToBatchND /
-BatchToSpaceND (on the NCHW copy)."""
+"""Selection, indexing and block-rearranging ops. In TF layout (`ctx.x`): Select / SelectV2, LogicalAnd /
+LogicalNot, GatherNd, TopKV2, OneHot, Cumsum, BroadcastTo, LogSoftmax. On the NCHW copy: DepthToSpace /
+SpaceToDepth, SpaceToBatchND / BatchToSpaceND."""
 
 from __future__ import annotations
 
