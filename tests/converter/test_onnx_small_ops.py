@@ -3,13 +3,14 @@ against onnxruntime, on shapes larger than the ONNX node tests' (batches, severa
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from mnnpy.schema import ModelError
 
-from .helpers import F, TensorProto, make_model, oh, rel_diff, run_ort
+from .helpers import F, TensorProto, make_model, oh, onnx, rel_diff, run_ort
 from .onnx_backend import BACKENDS
 
 RNG = np.random.default_rng(7)
@@ -253,3 +254,64 @@ def test_training_mode_dropout_is_refused() -> None:
     got = _run("mnnpy", make_model([node], [("x", F, [2, 3])], ["y"], {**inits, "r": np.array(0.0, np.float32)}, 13),
                {"x": x})[0]
     np.testing.assert_array_equal(got, x)
+
+
+def _mlp(path: Path) -> Any:
+    """x [4, 300] -> MatMul 300x64 -> Relu -> MatMul 64x10 (+ bias): K = 300 past float32's exact integer sums."""
+    rng = np.random.default_rng(3)
+    inits = {"w1": rng.normal(0, 0.2, (300, 64)).astype(np.float32),
+             "w2": rng.normal(0, 0.2, (64, 10)).astype(np.float32), "b2": rng.normal(0, 0.1, 10).astype(np.float32)}
+    nodes = [oh.make_node("MatMul", ["x", "w1"], ["h"]), oh.make_node("Relu", ["h"], ["r"]),
+             oh.make_node("MatMul", ["r", "w2"], ["m"]), oh.make_node("Add", ["m", "b2"], ["y"])]
+    model = make_model(nodes, [("x", F, [4, 300])], ["y"], inits, 13)
+    onnx.save(model, str(path))
+    return model
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+def test_dynamic_quantized_mlp(tmp_path: Path, runtime: str) -> None:
+    """onnxruntime's quantize_dynamic output (DynamicQuantizeLinear + MatMulInteger + scale Muls) against
+    onnxruntime running the same quantized file."""
+    pytest.importorskip("onnxruntime", reason="onnxruntime quantizes and is the reference")
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    _mlp(tmp_path / "f.onnx")
+    quantize_dynamic(str(tmp_path / "f.onnx"), str(tmp_path / "q.onnx"), weight_type=QuantType.QInt8)
+    model = onnx.load(str(tmp_path / "q.onnx"))
+    assert "MatMulInteger" in {n.op_type for n in model.graph.node}
+    x = np.random.default_rng(5).normal(0, 1, (4, 300)).astype(np.float32)
+    _check(runtime, model, {"x": x}, rtol=1e-5)
+
+
+def _conv_net(path: Path) -> None:
+    rng = np.random.default_rng(4)
+    inits = {"w1": rng.normal(0, 0.3, (16, 8, 3, 3)).astype(np.float32), "b1": rng.normal(0, 0.1, 16).astype(np.float32),
+             "w2": rng.normal(0, 0.3, (8, 16, 1, 1)).astype(np.float32)}
+    nodes = [oh.make_node("Conv", ["x", "w1", "b1"], ["c"], pads=[1, 1, 1, 1]), oh.make_node("Relu", ["c"], ["r"]),
+             oh.make_node("Conv", ["r", "w2"], ["y"])]
+    onnx.save(make_model(nodes, [("x", F, [1, 8, 12, 12])], ["y"], inits, 13), str(path))
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_qoperator_conv_net(tmp_path: Path, runtime: str, per_channel: bool) -> None:
+    """onnxruntime's quantize_static in its QOperator format (QLinearConv, per tensor or per channel) against
+    onnxruntime running the same quantized file: the same uint8 values, so the same dequantized output."""
+    pytest.importorskip("onnxruntime", reason="onnxruntime quantizes and is the reference")
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            rng = np.random.default_rng(6)
+            self.feeds = iter([{"x": rng.normal(0, 1, (1, 8, 12, 12)).astype(np.float32)} for _ in range(4)])
+
+        def get_next(self) -> dict | None:
+            return next(self.feeds, None)
+
+    _conv_net(tmp_path / "f.onnx")
+    quantize_static(str(tmp_path / "f.onnx"), str(tmp_path / "q.onnx"), Reader(), quant_format=QuantFormat.QOperator,
+                    per_channel=per_channel)
+    model = onnx.load(str(tmp_path / "q.onnx"))
+    assert "QLinearConv" in {n.op_type for n in model.graph.node}
+    x = np.random.default_rng(8).normal(0, 1, (1, 8, 12, 12)).astype(np.float32)
+    _check(runtime, model, {"x": x}, rtol=1e-6)
