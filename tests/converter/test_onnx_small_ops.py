@@ -286,7 +286,8 @@ def test_dynamic_quantized_mlp(tmp_path: Path, runtime: str) -> None:
 def _conv_net(path: Path) -> None:
     rng = np.random.default_rng(4)
     inits = {"w1": rng.normal(0, 0.3, (16, 8, 3, 3)).astype(np.float32),
-             "b1": rng.normal(0, 0.1, 16).astype(np.float32), "w2": rng.normal(0, 0.3, (8, 16, 1, 1)).astype(np.float32)}
+             "b1": rng.normal(0, 0.1, 16).astype(np.float32),
+             "w2": rng.normal(0, 0.3, (8, 16, 1, 1)).astype(np.float32)}
     nodes = [oh.make_node("Conv", ["x", "w1", "b1"], ["c"], pads=[1, 1, 1, 1]), oh.make_node("Relu", ["c"], ["r"]),
              oh.make_node("Conv", ["r", "w2"], ["y"])]
     onnx.save(make_model(nodes, [("x", F, [1, 8, 12, 12])], ["y"], inits, 13), str(path))
