@@ -187,6 +187,15 @@ def encode(net: Any, input_shapes: dict[int, tuple[int, ...] | TensorDesc], keep
             out_descs = entry.fn(op, in_descs, in_values)
         except ValueNeeded as exc:
             raise _value_needed(g, producers, op, op_index, ins[exc.position]) from None
+        except InputValueNeeded as exc:  # from a control-flow body planned inside the shape function: its inputs
+            # are the body's, so ask for the values of every unknown input of this op instead
+            unknown = [i for i, v in zip(ins, in_values, strict=True) if v is None]
+            if not unknown:
+                raise ModelError(f"op {name!r} ({op_type_name(op.type)}): {exc}") from exc
+            need = _value_needed(g, producers, op, op_index, unknown[0])
+            if isinstance(need, InputValueNeeded):
+                need.inputs = set().union(*(_input_sources(i, producers, set(g.inputs)) for i in unknown))
+            raise need from exc
         except (ValueError, IndexError, TypeError, ZeroDivisionError, NotImplementedError) as exc:
             raise ModelError(f"op {name!r} ({op_type_name(op.type)}): shape inference failed for inputs "
                              f"{[d.shape for d in in_descs]}: {exc}") from exc

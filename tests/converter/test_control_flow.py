@@ -248,3 +248,24 @@ def test_scan_with_run_time_length_runs_as_while(tmp_path: Path) -> None:
         gots = _run_mnnpy_all(dst, feeds, ["s", "ss", "ds"])
         for name, ref, got in zip(("s", "ss", "ds"), refs, gots, strict=True):
             assert got.shape == ref.shape and rel_diff(got, ref) <= 1e-5, (steps, name)
+
+
+def test_if_branch_shape_from_an_outer_input_value(tmp_path: Path) -> None:
+    """An If whose branch reshapes to a shape given as a graph input: planning the branch needs that input's
+    value, which the session takes from the fed inputs (before, the need stopped inside the branch as a plain
+    error), against onnxruntime for two shapes and both branches."""
+    from .onnx_backend import BACKENDS
+
+    then_b = oh.make_graph([oh.make_node("Reshape", ["x", "s"], ["t"])], "then", [],
+                           [oh.make_tensor_value_info("t", F, None)])
+    else_b = oh.make_graph([oh.make_node("Mul", ["x", "two"], ["x2"]), oh.make_node("Reshape", ["x2", "s"], ["e"])],
+                           "else", [], [oh.make_tensor_value_info("e", F, None)])
+    node = oh.make_node("If", ["c"], ["y"], then_branch=then_b, else_branch=else_b)
+    model = make_model([node], [("x", F, [12]), ("s", onnx.TensorProto.INT64, [2]), ("c", onnx.TensorProto.BOOL, [])],
+                       ["y"], {"two": np.array(2.0, np.float32)}, 13)
+    rep = BACKENDS["mnnpy"].prepare(model)
+    x = np.arange(12, dtype=np.float32)
+    for shape, cond in (([3, 4], True), ([2, 6], False)):
+        feeds = {"x": x, "s": np.array(shape, np.int64), "c": np.array(cond)}
+        got, ref = rep.run(feeds)[0], run_ort(model, feeds)[0]
+        assert got.shape == ref.shape and rel_diff(got, ref) == 0.0
