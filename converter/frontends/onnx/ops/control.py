@@ -20,6 +20,23 @@ def _static(ctx: Context, name: str) -> bool:
     return shape is not None and all(d is not None and d >= 0 for d in shape)
 
 
+def _branch_shapes(branch: Any) -> list[list[int] | None]:
+    """Each branch output's shape as the branch graph declares it (None when it declares none or a dim is unknown)."""
+    shapes = []
+    for out in branch.output:
+        t = out.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim] if t.HasField("shape") else None
+        shapes.append(dims if dims is not None and None not in dims else None)
+    return shapes
+
+
+def _same_branch_shapes(then_branch: Any, else_branch: Any) -> bool:
+    """Whether both branches declare the same static shape for every output: only then can both run, the result
+    picked by a Select (the If's own declared output shape does not say what the branch not taken computes)."""
+    a, b = _branch_shapes(then_branch), _branch_shapes(else_branch)
+    return all(x is not None and x == y for x, y in zip(a, b, strict=True))
+
+
 @onnx_op("If")
 def if_op(ctx: Context, node: OnnxNode, *, then_branch: Any = None, else_branch: Any = None) -> None:
     """If -> a constant condition keeps only the taken branch; outputs of static shapes: both branches inlined, then
@@ -36,7 +53,8 @@ def if_op(ctx: Context, node: OnnxNode, *, then_branch: Any = None, else_branch:
         for src, dst in zip(outs, node.outputs, strict=True):
             ctx.alias(src, dst)
         return
-    if not all(_static(ctx, out) for out in node.outputs):  # branches may differ in shape: run only the taken one
+    if not all(_static(ctx, out) for out in node.outputs) or not _same_branch_shapes(then_branch, else_branch):
+        # branches may differ in shape (or fail on the other's inputs): run only the taken one
         then = convert_body(ctx, then_branch, f"{node.name}__then__", f"{node.name}/then")
         other = convert_body(ctx, else_branch, f"{node.name}__else__", f"{node.name}/else")
         inputs = list(dict.fromkeys(then.inputs + other.inputs))
