@@ -90,6 +90,15 @@ class Runner:
         """How many layers of value-shaped ops run between segments (0: one session)."""
         return 0 if self.split is None else self.split.layers
 
+    def release(self) -> None:
+        """Release every segment's session now (device memory included) rather than when they are collected."""
+        if self.session is not None:
+            self.session.release()
+        if self.split is not None:
+            self.split.head.release()
+            if self.split.tail is not None and self.split.tail.runner is not None:
+                self.split.tail.runner.release()
+
     def prepare(self) -> None:
         """Plan at the declared input shapes, so that a net that cannot be planned fails at load. A net that needs
         segments is split on its first run, when the values are there."""

@@ -113,6 +113,7 @@ def test_module_segments_on_gpu_backends(tmp_path: Path, backend: str) -> None:
             _same(g, r, rtol=1e-4)
     assert module.runner.layers == 1
     assert module.runner.split.head.session.main.name == backend.lower()
+    module.runner.release()  # the device buffers go now, while the test's device is certainly alive
 
 
 def test_session_api_runs_it_too(tmp_path: Path) -> None:
