@@ -316,3 +316,20 @@ def test_qoperator_conv_net(tmp_path: Path, runtime: str, per_channel: bool) -> 
     assert "QLinearConv" in {n.op_type for n in model.graph.node}
     x = np.random.default_rng(8).normal(0, 1, (1, 8, 12, 12)).astype(np.float32)
     _check(runtime, model, {"x": x}, rtol=1e-6)
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+@pytest.mark.parametrize(("equation", "shapes"), [
+    ("bld,dhk->blhk", [(2, 3, 4), (4, 5, 6)]),            # two free letters on one side
+    ("bqhd,bkhd->bhqk", [(2, 3, 4, 5), (2, 6, 4, 5)]),    # attention scores
+    ("...ij,...jk->...ik", [(2, 3, 4, 5), (2, 3, 5, 6)]),  # ellipsis (two batch dims)
+    ("ij,jk", [(3, 4), (4, 5)]),                          # implicit output
+    ("abc,cd->ad", [(2, 3, 4), (4, 5)]),                  # a letter only one operand has, summed first
+    ("i,j->ij", [(3,), (4,)]),                            # outer product
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),             # the plain batched matmul form
+])
+def test_einsum_forms(runtime: str, equation: str, shapes: list[tuple[int, ...]]) -> None:
+    node = oh.make_node("Einsum", ["a", "b"], ["y"], equation=equation)
+    feeds = {n: RNG.standard_normal(s).astype(np.float32) for n, s in zip("ab", shapes, strict=True)}
+    model = make_model([node], [(n, F, list(s)) for n, s in zip("ab", shapes, strict=True)], ["y"], {}, 13)
+    _check(runtime, model, feeds, rtol=1e-5)

@@ -1,4 +1,5 @@
-"""MatMul, Gemm and matmul-like Einsum -> MatMul (+ Permute / BinaryOp); const-B MatMul becomes a conv in a pass."""
+"""MatMul, Gemm and Einsum (matmul forms, ellipses, implicit outputs) -> MatMul (+ Permute / Reshape / BinaryOp); const-B
+MatMul becomes a conv in a pass."""
 
 from __future__ import annotations
 
@@ -62,15 +63,67 @@ def gemm(ctx: Context, node: OnnxNode, *, alpha: float = 1.0, beta: float = 1.0,
         ctx.binary(BIN.ADD, y, c, node.outputs[0])
 
 
-def _parse_einsum(node: OnnxNode, equation: str) -> tuple[list[str], str]:
+_SPARE = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # letters for the dims an ellipsis stands for (equations use lower case)
+
+
+def _parse_einsum(ctx: Context, node: OnnxNode, equation: str) -> tuple[list[str], str]:
+    """(operand terms, output term) with an ellipsis spelled out as upper-case letters (right-aligned, as numpy
+    broadcasts) and an implicit output made explicit (the letters used once, in alphabetical order, after the
+    ellipsis dims)."""
     eq = equation.replace(" ", "")
-    if "->" not in eq:
-        raise UseFunctionBody(f"{node.label()}: Einsum without '->' is not supported")
-    lhs, out = eq.split("->")
+    implicit = "->" not in eq
+    lhs, out = (eq, "") if implicit else eq.split("->")
     terms = lhs.split(",")
-    if "." in eq:
-        raise UseFunctionBody(f"{node.label()}: Einsum with ellipsis is not supported")
+    spare = ""
+    if "..." in lhs:
+        dims = [ctx.need_rank(node, node.inputs[k]) - (len(t) - 3) if "..." in t else 0 for k, t in enumerate(terms)]
+        spare = _SPARE[:max(dims)]
+        terms = [t.replace("...", spare[len(spare) - d:]) for t, d in zip(terms, dims, strict=True)]
+        out = out.replace("...", spare)
+    if implicit:
+        letters = "".join(terms)
+        out = spare + "".join(sorted(ch for ch in set(letters) if ch.islower() and letters.count(ch) == 1))
+    if "." in "".join(terms) + out or any(len(set(t)) != len(t) for t in terms):
+        raise UseFunctionBody(f"{node.label()}: Einsum '{equation}' (a diagonal or a broken ellipsis) is not "
+                              f"supported")
     return terms, out
+
+
+def _einsum_by_reshape(ctx: Context, node: OnnxNode, equation: str, ta: str, tb: str, out: str) -> None:
+    """A two-operand Einsum with several (or no) contracted or free letters: letters only one operand has and the
+    output lacks are summed first; then each operand is permuted to batch + free + contracted order, reshaped to
+    three dims (static shapes), multiplied, and reshaped and permuted to the output."""
+    shapes = [ctx.shape(node.inputs[0]), ctx.shape(node.inputs[1])]
+    if any(s is None or None in s for s in shapes):
+        raise UseFunctionBody(f"{node.label()}: Einsum '{equation}' needs static input shapes")
+    size = {ch: int(d) for term, shape in zip((ta, tb), shapes, strict=True) for ch, d in zip(term, shape, strict=True)}
+    for term, shape in zip((ta, tb), shapes, strict=True):
+        if any(size[ch] != int(d) for ch, d in zip(term, shape, strict=True)):
+            raise UseFunctionBody(f"{node.label()}: Einsum '{equation}' broadcasts a dim (not supported)")
+    operands = []
+    for x, term, other in ((node.inputs[0], ta, tb), (node.inputs[1], tb, ta)):
+        alone = [i for i, ch in enumerate(term) if ch not in other and ch not in out]
+        if alone:
+            x = reduction(ctx, x, fb.ReductionType.SUM, alone, False)
+            term = "".join(ch for i, ch in enumerate(term) if i not in alone)
+        operands.append((x, term))
+    (a, ta), (b, tb) = operands
+    batch = [ch for ch in out if ch in ta and ch in tb]
+    contract = [ch for ch in ta if ch in tb and ch not in out]
+    free_a = [ch for ch in ta if ch not in tb]
+    free_b = [ch for ch in tb if ch not in ta]
+
+    def prod(letters: list[str]) -> int:
+        return int(np.prod([size[ch] for ch in letters], dtype=np.int64))
+
+    dims = [size[ch] for ch in batch]
+    a = ctx.reshape(_permute_to(ctx, a, ta, "".join(batch + free_a + contract)), [*dims, prod(free_a), prod(contract)])
+    b = ctx.reshape(_permute_to(ctx, b, tb, "".join(batch + contract + free_b)), [*dims, prod(contract), prod(free_b)])
+    produced = "".join(batch + free_a + free_b)
+    y = ctx.reshape(matmul_op(ctx, a, b), [size[ch] for ch in produced],
+                    node.outputs[0] if produced == out else None)
+    if produced != out:
+        ctx.permute(y, [produced.index(ch) for ch in out], node.outputs[0])
 
 
 def _permute_to(ctx: Context, x: str, have: str, want: str) -> str:
@@ -82,7 +135,7 @@ def _permute_to(ctx: Context, x: str, have: str, want: str) -> str:
 @onnx_op("Einsum", since=12)
 def einsum(ctx: Context, node: OnnxNode, *, equation: str = "") -> None:
     """Einsum: one-input transposes/sums and two-input batched matmul forms (one contracted index)."""
-    terms, out = _parse_einsum(node, equation)
+    terms, out = _parse_einsum(ctx, node, equation)
     if len(terms) == 1:
         term = terms[0]
         summed = [i for i, ch in enumerate(term) if ch not in out]
@@ -104,7 +157,8 @@ def einsum(ctx: Context, node: OnnxNode, *, equation: str = "") -> None:
     free_b = [ch for ch in tb if ch not in ta]
     if len(contract) != 1 or len(free_a) > 1 or len(free_b) > 1 or len(set(ta)) != len(ta) or \
             any(ch not in out for ch in free_a + free_b):
-        raise UseFunctionBody(f"{node.label()}: Einsum '{equation}' is not a supported matmul form")
+        _einsum_by_reshape(ctx, node, equation, ta, tb, out)
+        return
     k = contract[0]
     a, b = node.inputs[0], node.inputs[1]
     bstr = "".join(batch)
