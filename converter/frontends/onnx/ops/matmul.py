@@ -1,5 +1,5 @@
-"""MatMul, Gemm and Einsum (matmul forms, ellipses, implicit outputs) -> MatMul (+ Permute / Reshape / BinaryOp); const-B
-MatMul becomes a conv in a pass."""
+"""MatMul, Gemm and Einsum (matmul forms, ellipses, implicit outputs) -> MatMul (+ Permute / Reshape /
+BinaryOp); const-B MatMul becomes a conv in a pass."""
 
 from __future__ import annotations
 
