@@ -333,3 +333,28 @@ def test_einsum_forms(runtime: str, equation: str, shapes: list[tuple[int, ...]]
     feeds = {n: RNG.standard_normal(s).astype(np.float32) for n, s in zip("ab", shapes, strict=True)}
     model = make_model([node], [(n, F, list(s)) for n, s in zip("ab", shapes, strict=True)], ["y"], {}, 13)
     _check(runtime, model, feeds, rtol=1e-5)
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+@pytest.mark.parametrize("pads", [[0, 0, 1, 2, 0, 0, 2, 1], [0, 1, 0, 3, 0, 2, 0, 3], [0, 0, 0, 0, 0, 0, 0, 0]])
+def test_wrap_pad_constant_pads(runtime: str, pads: list[int]) -> None:
+    """Pad mode 'wrap' (circular padding) with constant pads, up to the dim size, against onnxruntime."""
+    node = oh.make_node("Pad", ["x", "pads"], ["y"], mode="wrap")
+    model = make_model([node], [("x", F, [1, 2, 3, 4])], ["y"], {"pads": np.array(pads, np.int64)}, 19)
+    _check(runtime, model, {"x": RNG.standard_normal((1, 2, 3, 4)).astype(np.float32)})
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+@pytest.mark.parametrize(("batch_dims", "data", "indices"), [
+    (1, (3, 4, 5), (3, 2, 1)),
+    (1, (3, 4, 5, 2), (3, 2, 2)),
+    (2, (2, 3, 4, 5), (2, 3, 6, 1)),
+])
+def test_gathernd_batch_dims(runtime: str, batch_dims: int, data: tuple[int, ...], indices: tuple[int, ...]) -> None:
+    """GatherND with batch_dims, run-time indices, against onnxruntime."""
+    node = oh.make_node("GatherND", ["x", "i"], ["y"], batch_dims=batch_dims)
+    model = make_model([node], [("x", F, list(data)), ("i", I64, list(indices))], ["y"], {}, 13)
+    q = indices[-1]
+    high = np.array(data[batch_dims:batch_dims + q])
+    idx = (RNG.integers(0, 1 << 20, indices) % np.broadcast_to(high, indices)).astype(np.int64)
+    _check(runtime, model, {"x": RNG.standard_normal(data).astype(np.float32), "i": idx})

@@ -133,10 +133,29 @@ def gather_elements(ctx: Context, node: OnnxNode, *, axis: int = 0) -> None:
 
 @onnx_op("GatherND")
 def gather_nd(ctx: Context, node: OnnxNode, *, batch_dims: int = 0) -> None:
-    """GatherND -> GatherND (batch_dims 0 only)."""
+    """GatherND -> GatherND. With batch_dims b (a static index shape), each index row gets its own b batch
+    coordinates in front (a constant grid concatenated on the last axis), which is GatherND with batch_dims 0."""
+    indices = node.inputs[1]
     if batch_dims:
-        raise UseFunctionBody(f"{node.label()}: batch_dims != 0 is not supported")
-    ctx.emit(OP.GatherND, [node.inputs[0], node.inputs[1]], node.outputs, name=node.name)
+        shape = ctx.shape(indices)
+        if shape is None or None in shape:
+            raise UseFunctionBody(f"{node.label()}: batch_dims needs a static indices shape")
+        rows = [int(d) for d in shape[:-1]]
+        grid = np.stack(np.meshgrid(*[np.arange(d) for d in rows[:batch_dims]],
+                                    *[np.zeros(d, np.int64) for d in rows[batch_dims:]], indexing="ij")[:batch_dims],
+                        axis=-1).astype(np.int32)
+        param = fb.AxisT()
+        param.axis = -1
+        index32 = ctx.out(OP.Cast, [indices], None, PARAM.CastParam, _int32_cast(), name="Cast")
+        indices = ctx.out(OP.Concat, [ctx.const(grid, "batch_coords"), index32], None, PARAM.Axis, param,
+                          name="Concat")
+    ctx.emit(OP.GatherND, [node.inputs[0], indices], node.outputs, name=node.name)
+
+
+def _int32_cast() -> object:
+    param = fb.CastParamT()
+    param.dstT = fb.DataType.DT_INT32
+    return param
 
 
 _PAD_MODES = {"constant": fb.PadValueMode.CONSTANT, "reflect": fb.PadValueMode.REFLECT,
@@ -195,12 +214,43 @@ def pad(ctx: Context, node: OnnxNode, *, mode: str = "constant") -> None:
     elif node.input(3):
         _pad_op(ctx, node, mode, _runtime_axes_pads(ctx, node), node.input(2))
         return
+    if mode == "wrap" and pads_value is not None:
+        _wrap_pad(ctx, node, np.asarray(pads_value, np.int64).reshape(-1))
+        return
     if pads_value is not None:
         pads_name = ctx.const(_pairs(pads_value), "pads")
     else:
         pairs = ctx.permute(ctx.reshape(node.inputs[1], [2, -1]), [1, 0])
         pads_name = ctx.reshape(pairs, [-1])
     _pad_op(ctx, node, mode, pads_name, node.input(2))
+
+
+def _wrap_pad(ctx: Context, node: OnnxNode, pads: np.ndarray) -> None:
+    """Pad mode 'wrap' with constant pads (begins, then ends) on a static shape: per padded axis, the last `begin`
+    and the first `end` entries sliced off and concatenated around x (np.pad's wrap; pads up to the dim size)."""
+    x = node.inputs[0]
+    shape = ctx.shape(x)
+    rank = len(pads) // 2
+    if shape is None or None in shape or (pads < 0).any() or \
+            any(pads[a] > shape[a] or pads[a + rank] > shape[a] for a in range(rank)):
+        raise UseFunctionBody(f"{node.label()}: wrap padding needs a static shape and pads from 0 to the dim size")
+    axes = [a for a in range(rank) if pads[a] or pads[a + rank]]
+    if not axes:
+        ctx.alias(x, node.outputs[0])
+        return
+    for k, axis in enumerate(axes):
+        before, after, dim = int(pads[axis]), int(pads[axis + rank]), int(shape[axis])
+        where = ctx.const(np.array([axis], np.int32), "axis")
+        parts = [_strided_slice(ctx, [x, ctx.const(np.array([dim - before], np.int32)),
+                                      ctx.const(np.array([dim], np.int32)), where])] if before else []
+        parts.append(x)
+        if after:
+            parts.append(_strided_slice(ctx, [x, ctx.const(np.array([0], np.int32)),
+                                              ctx.const(np.array([after], np.int32)), where]))
+        param = fb.AxisT()
+        param.axis = axis
+        x = ctx.out(OP.Concat, parts, [node.outputs[0]] if k == len(axes) - 1 else None, PARAM.Axis, param,
+                    name=None if k == len(axes) - 1 else "Concat")
 
 
 @onnx_op("TopK")
