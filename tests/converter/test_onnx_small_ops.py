@@ -358,3 +358,15 @@ def test_gathernd_batch_dims(runtime: str, batch_dims: int, data: tuple[int, ...
     high = np.array(data[batch_dims:batch_dims + q])
     idx = (RNG.integers(0, 1 << 20, indices) % np.broadcast_to(high, indices)).astype(np.int64)
     _check(runtime, model, {"x": RNG.standard_normal(data).astype(np.float32), "i": idx})
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+@pytest.mark.parametrize(("op", "auto_pad"), [("AveragePool", "SAME_UPPER"), ("AveragePool", "SAME_LOWER"),
+                                               ("LpPool", "SAME_UPPER"), ("LpPool", "SAME_LOWER")])
+def test_same_pooling_counting_padding(runtime: str, op: str, auto_pad: str) -> None:
+    """SAME pooling whose average counts the padding (LpPool always does): explicit pads, as official MNN's SAME
+    mode leaves the padding out of the count; against onnxruntime."""
+    extra = {"count_include_pad": 1} if op == "AveragePool" else {"p": 2}
+    node = oh.make_node(op, ["x"], ["y"], kernel_shape=[3, 2], strides=[2, 1], auto_pad=auto_pad, **extra)
+    model = make_model([node], [("x", F, [1, 3, 7, 6])], ["y"], {}, 18)
+    _check(runtime, model, {"x": RNG.standard_normal((1, 3, 7, 6)).astype(np.float32)})

@@ -36,6 +36,11 @@ def _pool(ctx: Context, node: OnnxNode, pool_type: int, auto_pad: str, ceil_mode
         explicit = same_lower_pads(ctx, x, kernel_shape, strides, None)
         if explicit is not None:
             auto_pad, pads = "NOTSET", explicit
+    elif auto_pad == "SAME_UPPER" and pool_type == fb.PoolType.AVEPOOL and count_include_pad and not one_d:
+        # explicit pads: official MNN 3.6.1's SAME average leaves the padding out of the count whatever countType
+        lower = same_lower_pads(ctx, x, kernel_shape, strides, None)
+        if lower is not None:
+            auto_pad, pads = "NOTSET", [lower[2], lower[3], lower[0], lower[1]]  # the extra pad at the end
     if ceil_mode and auto_pad in ("NOTSET", "") and not (pool_type == fb.PoolType.AVEPOOL and count_include_pad):
         shape = ctx.shape(x) if not one_d else None
         if one_d and ctx.shape(node.inputs[0]) is not None:
@@ -203,9 +208,9 @@ def lp_pool(ctx: Context, node: OnnxNode, *, auto_pad: str = "NOTSET", ceil_mode
     x = node.inputs[0]
     powered = ctx.unary(UN.SQUARE, x) if p == 2 else \
         ctx.binary(BIN.POW, ctx.unary(UN.ABS, x), ctx.const(np.float32(p)))
+    if ctx.shape(powered) is None and ctx.shape(x) is not None:
+        ctx.shapes[powered] = ctx.shape(x)  # elementwise: what SAME_LOWER's explicit pads and dilations need
     if dilations is not None and any(d != 1 for d in dilations):
-        if ctx.shape(powered) is None:
-            ctx.shapes[powered] = ctx.shape(x)  # elementwise
         summed = _dilated_pool(ctx, node, "sum", powered, auto_pad, ceil_mode, list(kernel_shape), dilations, pads,
                                strides)
     else:
