@@ -128,8 +128,8 @@ def test_framework_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 def test_every_unconvertible_node_is_listed(tmp_path: Path) -> None:
     nodes = [oh.make_node("MaxPool", ["x"], ["a", "i"], kernel_shape=[2, 2], name="pool_indices"),
              oh.make_node("Pad", ["a", "p"], ["y"], mode="wrap", name="pad_wrap")]
-    model = make_model(nodes, [("x", F, [1, 3, 8, 8])], ["y", ("i", TensorProto.INT64)], {"p": np.zeros(8, np.int64)},
-                       opset=19)
+    wide = np.array([0, 0, 9, 0, 0, 0, 0, 0], np.int64)  # wrap pads past the dim size (4) are not converted
+    model = make_model(nodes, [("x", F, [1, 3, 8, 8])], ["y", ("i", TensorProto.INT64)], {"p": wide}, opset=19)
     with pytest.raises(ConvertError) as info:
         convert(_save(model, tmp_path / "m.onnx"), tmp_path / "m.mnn")
     assert "pool_indices" in str(info.value) and "pad_wrap" in str(info.value) and "2 ONNX nodes" in str(info.value)
