@@ -171,24 +171,21 @@ class MnnpyEngine(Engine):
         self.runner = self._runner(config)
         t2 = time.perf_counter()
         self.load_ms, self.session_ms = (t1 - t0) * 1e3, (t2 - t1) * 1e3
-        self._run = self.session.run  # the bare run, as runSession minus its argument checks
         self._feeds: dict[int, np.ndarray] = {}
         self._last: dict[int, np.ndarray] = {}
 
     def _runner(self, config: dict[str, Any]) -> Any:
         """A Module's runner (`mnnpy.nn._segments`) when the net's shapes depend on values it computes: a session
         would fold the whole net with the first input's values and time nothing. None for every other net."""
-        from mnnpy.core.pipeline import InputValueNeeded
-        from mnnpy.nn._segments import Runner
+        from mnnpy.nn._segments import Runner, needs_split
 
-        error, net = self.session.resize_error, self.interp.net
+        net = self.interp.net
         inputs = list(self.session._input_placeholders())
-        if not isinstance(error, InputValueNeeded) or error.tensor is None or error.tensor in inputs:
+        if not needs_split(self.session, set(inputs)):
             return None
         names = [str(n) for n in net.tensorName or []]
-        outputs = [names.index(str(n)) for n in net.outputName or []]
-        runner = Runner(net, inputs, outputs, config)
-        runner.prepare()
+        runner = Runner(net, inputs, [names.index(str(n)) for n in net.outputName or []], config)
+        runner.needs_split = True  # the session above found it: split on the first (untimed) run, no second plan
         return runner
 
     @property

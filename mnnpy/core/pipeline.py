@@ -182,20 +182,17 @@ def encode(net: Any, input_shapes: dict[int, tuple[int, ...] | TensorDesc], keep
         in_values = [g.values.get(i) for i in ins]
         for pos in entry.needs_values:
             if pos < len(ins) and in_values[pos] is None:
-                raise _value_needed(g, producers, op, op_index, ins[pos])
+                raise _value_needed(g, producers, op, op_index, [ins[pos]])
         try:
             out_descs = entry.fn(op, in_descs, in_values)
         except ValueNeeded as exc:
-            raise _value_needed(g, producers, op, op_index, ins[exc.position]) from None
+            raise _value_needed(g, producers, op, op_index, [ins[exc.position]]) from None
         except InputValueNeeded as exc:  # from a control-flow body planned inside the shape function: its inputs
             # are the body's, so ask for the values of every unknown input of this op instead
             unknown = [i for i, v in zip(ins, in_values, strict=True) if v is None]
             if not unknown:
                 raise ModelError(f"op {name!r} ({op_type_name(op.type)}): {exc}") from exc
-            need = _value_needed(g, producers, op, op_index, unknown[0])
-            if isinstance(need, InputValueNeeded):
-                need.inputs = set().union(*(_input_sources(i, producers, set(g.inputs)) for i in unknown))
-            raise need from exc
+            raise _value_needed(g, producers, op, op_index, unknown) from exc
         except (ValueError, IndexError, TypeError, ZeroDivisionError, NotImplementedError) as exc:
             raise ModelError(f"op {name!r} ({op_type_name(op.type)}): shape inference failed for inputs "
                              f"{[d.shape for d in in_descs]}: {exc}") from exc
@@ -232,15 +229,17 @@ def encode(net: Any, input_shapes: dict[int, tuple[int, ...] | TensorDesc], keep
     return g
 
 
-def _value_needed(g: Graph, producers: dict[int, list[int]], op: Any, op_index: int, tensor: int) -> ModelError:
-    """The error for an op whose shape needs the value of ``tensor``: InputValueNeeded when graph inputs' values
-    flow into it (they are given at the next resize), else a ModelError."""
+def _value_needed(g: Graph, producers: dict[int, list[int]], op: Any, op_index: int,
+                  tensors: list[int]) -> ModelError:
+    """The error for an op whose shape needs the values of ``tensors``: InputValueNeeded when graph inputs' values
+    flow into them (they are given at the next resize; ``tensor`` names the first), else a ModelError."""
     label = f"op {str(op.name or '')!r} ({op_type_name(op.type)})"
-    sources = _input_sources(tensor, producers, set(g.inputs))
+    inputs = set(g.inputs)
+    sources = set().union(*(_input_sources(t, producers, inputs) for t in tensors))
     if sources:
         return InputValueNeeded(f"{label}: its output shape depends on the values of input(s) "
-                                f"{sorted(g.names[i] for i in sources)}", sources, tensor, op_index)
-    return ModelError(f"{label}: input {g.names[tensor]!r} must be known before running (its value decides the "
+                                f"{sorted(g.names[i] for i in sources)}", sources, tensors[0], op_index)
+    return ModelError(f"{label}: input {g.names[tensors[0]]!r} must be known before running (its value decides the "
                       f"output shape)")
 
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from mnnpy.core import registry
-from mnnpy.core.ir import NHWC, TensorDesc
+from mnnpy.core.ir import NCHW, NHWC, TensorDesc
 from mnnpy.core.pipeline import InputValueNeeded, blob_value, encode, op_type_name
 from mnnpy.core.session import Session, fold_op
 from mnnpy.schema import mnn_generated as fb
@@ -67,6 +67,13 @@ def _subnet(net: Any, ops: list[Any], outputs: list[str]) -> Any:
     sub.oplists = ops
     sub.outputName = outputs
     return sub
+
+
+def needs_split(session: Session, user_inputs: set[int]) -> bool:
+    """Whether the session stopped planning at an op whose shape needs a value the net computes (not one of the
+    inputs the user feeds): such a net runs as segments."""
+    error = session.resize_error
+    return isinstance(error, InputValueNeeded) and error.tensor is not None and error.tensor not in user_inputs
 
 
 class Runner:
@@ -129,8 +136,7 @@ class Runner:
                 s.resize()
             except InputValueNeeded as exc:  # kept as the constructor keeps it: values come with the next run
                 s.resize_error = exc
-        error = s.resize_error
-        if isinstance(error, InputValueNeeded) and error.tensor is not None and error.tensor not in self.user_inputs:
+        if needs_split(s, self.user_inputs):
             self.session = None
             self.needs_split = True
             s.release()
@@ -154,7 +160,7 @@ class _Split:
     def __init__(self, owner: Runner, feeds: dict[int, np.ndarray]) -> None:
         net, names = owner.net, owner.names
         ops = list(net.oplists or [])
-        self.ops, self.formats = ops, {}
+        self.formats: dict[int, str] = {}
         frontier, later = _find_frontier(owner, ops, feeds)
         self.frontier = [ops[k] for k in frontier]
         head = [op for k, op in enumerate(ops) if k not in later]
@@ -169,13 +175,11 @@ class _Split:
                            owner.user_inputs)
         self.consts = {i: blob_value(ops[made_by[i]].main) for i in frontier_uses & consts}
         self.frontier_outputs = [o for op in self.frontier for o in _indexes(op.outputIndexes)]
-        available = set(owner.inputs) | set(crossing) | set(self.frontier_outputs)
         self.tail_outputs = [i for i in owner.outputs if made_by.get(i) in later and i not in self.frontier_outputs]
         self.outputs = owner.outputs
         self.tail = None
         if self.tail_outputs:
-            tail_inputs = [i for i in [*owner.inputs, *crossing, *self.frontier_outputs]
-                           if i in tail_uses and i in available]
+            tail_inputs = [i for i in [*owner.inputs, *crossing, *self.frontier_outputs] if i in tail_uses]
             tail_consts = [ops[made_by[i]] for i in sorted(tail_uses & consts)]
             self.tail = _LazyRunner(net, tail, tail_consts, tail_inputs, self.tail_outputs, owner.config,
                                     owner.user_inputs)
@@ -214,7 +218,7 @@ def _find_frontier(owner: Runner, ops: list[Any], feeds: dict[int, np.ndarray]) 
             encode(_subnet(owner.net, [ops[k] for k in kept], []), shapes, set(), fold, None, values)
             return frontier, later
         except InputValueNeeded as exc:
-            if exc.tensor in owner.user_inputs or exc.tensor is None:  # shapes from inputs' values: given here
+            if exc.tensor in owner.user_inputs:  # shapes from the values of inputs the user feeds: given here
                 if not exc.inputs - values.keys():
                     raise
                 values.update({i: feeds[i] for i in exc.inputs if i in feeds})
@@ -275,7 +279,7 @@ def eval_op(op: Any, values: list[np.ndarray], backend: Any) -> list[np.ndarray]
     kind = op_type_name(op.type)
     if entry is None:
         raise ModelError(f"op {op.name!r} of type {kind} ({op.type}) is not supported (no shape function)")
-    descs = [TensorDesc(v.shape, v.dtype, "NCHW") for v in values]
+    descs = [TensorDesc(v.shape, v.dtype, NCHW) for v in values]
     try:
         out_descs = entry.fn(op, descs, values)
         return fold_op(backend, op, values, out_descs)

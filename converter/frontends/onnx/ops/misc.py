@@ -335,9 +335,9 @@ def non_max_suppression(ctx: Context, node: OnnxNode, *, center_point_box: int =
     param = fb.NonMaxSuppressionV2T()
     pick_k = ctx.const(np.array([[0, 0, 1]], np.int32), "pick_k")
     rows = []
+    zero = ctx.const(np.int32(0), "axis")
     for b in range(batches):
         batch = ctx.const(np.int32(b), "batch")
-        zero = ctx.const(np.int32(0), "axis")
         box_b = ctx.out(OP.GatherV2, [boxes, batch, zero], name="GatherV2")
         score_b = ctx.out(OP.GatherV2, [scores, batch, zero], name="GatherV2")
         for c in range(classes):

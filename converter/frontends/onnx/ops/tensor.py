@@ -146,16 +146,11 @@ def gather_nd(ctx: Context, node: OnnxNode, *, batch_dims: int = 0) -> None:
                         axis=-1).astype(np.int32)
         param = fb.AxisT()
         param.axis = -1
-        index32 = ctx.out(OP.Cast, [indices], None, PARAM.CastParam, _int32_cast(), name="Cast")
+        index32 = ctx.out(OP.Cast, [indices], None, PARAM.CastParam, _cast_param(fb.DataType.DT_INT32), name="Cast")
         indices = ctx.out(OP.Concat, [ctx.const(grid, "batch_coords"), index32], None, PARAM.Axis, param,
                           name="Concat")
     ctx.emit(OP.GatherND, [node.inputs[0], indices], node.outputs, name=node.name)
 
-
-def _int32_cast() -> object:
-    param = fb.CastParamT()
-    param.dstT = fb.DataType.DT_INT32
-    return param
 
 
 _PAD_MODES = {"constant": fb.PadValueMode.CONSTANT, "reflect": fb.PadValueMode.REFLECT,

@@ -8,6 +8,7 @@ import numpy as np
 from mnnpy.schema import mnn_generated as fb
 
 from ....graph import ConvertError
+from ....writer import make_blob
 from ..context import BIN, OP, PARAM, UN, Context, TfNode
 from ..registry import tf_op
 from .arith import broadcast_shape
@@ -152,15 +153,6 @@ def depth_space(ctx: Context, node: TfNode) -> None:
     ctx.set_out(node.name, out, True, shape)
 
 
-def _int_blob(values: np.ndarray) -> object:
-    blob = fb.BlobT()
-    blob.dims = [int(d) for d in values.shape]
-    blob.dataType = fb.DataType.DT_INT32
-    blob.dataFormat = fb.MNN_DATA_FORMAT.NCHW
-    blob.int32s = [int(v) for v in values.ravel()]
-    return blob
-
-
 @tf_op("SpaceToBatchND", "BatchToSpaceND")
 def space_batch(ctx: Context, node: TfNode) -> None:
     """SpaceToBatchND / BatchToSpaceND (TF1's atrous convolutions) with constant block [bh, bw] and paddings / crops
@@ -172,7 +164,7 @@ def space_batch(ctx: Context, node: TfNode) -> None:
     if block.size != 2 or pads.shape != (2, 2) or ctx.rank(x) != 4:
         raise ConvertError(f"{node.label()}: only 4-D inputs with two spatial block dims are supported")
     param = fb.SpaceBatchT()
-    param.blockShape, param.padding = _int_blob(block), _int_blob(pads)
+    param.blockShape, param.padding = make_blob(block), make_blob(pads)
     out = ctx.out_name(node.name, True)
     to_batch = node.op == "SpaceToBatchND"
     ctx.emit(OP.SpaceToBatchND if to_batch else OP.BatchToSpaceND, [ctx.x_nchw(x)], [out], PARAM.SpaceBatch, param,
