@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from mnnpy.core.backend import Backend, BackendUnavailable, Runtime
@@ -34,49 +35,99 @@ def _kernel_source(name: str) -> str:
     return common + "\n" + folder.joinpath(f"{name}.cl").read_text()
 
 
-# Run in a child interpreter: builds the probe kernel on one device (by its position in the sorted device list)
-# and exits 0 if it compiles. A driver that crashes on a build (seen with the pip PoCL 3.0-rc2 on new CPUs, and with
-# any PoCL once TensorFlow's LLVM is loaded) then kills the child, not the caller.
+# Run in a child interpreter, so that a driver that crashes (seen with the pip PoCL 3.0-rc2 on new CPUs, and with any
+# PoCL once TensorFlow's LLVM is loaded) kills the child, not the caller. With one argument it prints a line per
+# device ("gpu|key" or "other|key", GPUs first); with a device index and a source it builds that source on the
+# device and exits 0 if it compiles.
 _CHILD_PROBE = """
 import sys, pyopencl as cl
 devices = [d for p in cl.get_platforms() for d in p.get_devices()]
 devices.sort(key=lambda d: 0 if d.type & cl.device_type.GPU else 1)
-cl.Program(cl.Context([devices[int(sys.argv[1])]]), sys.argv[2]).build(cache_dir=False)
+if len(sys.argv) == 1:
+    for d in devices:
+        print(("gpu|" if d.type & cl.device_type.GPU else "other|") + d.platform.version + "|" + d.name)
+else:
+    cl.Program(cl.Context([devices[int(sys.argv[1])]]), sys.argv[2]).build(cache_dir=False)
 """
 
 
-def _probe_in_child(index: int, device: Any) -> str:
-    """"" when device `index` compiles the probe kernel in a child process, else the reason it did not."""
-    try:
-        proc = subprocess.run([sys.executable, "-c", _CHILD_PROBE, str(index), _PROBE_SOURCE], capture_output=True,
-                              text=True, timeout=300, check=False)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return f"{device.name} ({device.platform.version}): probe did not run: {exc}"
-    if proc.returncode == 0:
-        return ""
+def _icd_files() -> list[str]:
+    """The vendor ICD files the OpenCL loader opens when OCL_ICD_VENDORS is not set, in its order: the system's
+    (/etc/OpenCL/vendors) and those shipped inside the pyopencl wheel (its ocl-icd also reads
+    ``$PYOPENCL_HOME/.libs``)."""
+    if cl is None:
+        return []
+    folders = [Path("/etc/OpenCL/vendors"), Path(cl.__file__).resolve().parent / ".libs"]
+    return [str(f) for folder in folders if folder.is_dir() for f in sorted(folder.glob("*.icd"))]
+
+
+def _child(args: list[str], icd: str | None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, OCL_ICD_VENDORS=icd) if icd else None
+    return subprocess.run([sys.executable, "-c", _CHILD_PROBE, *args], capture_output=True, text=True, timeout=300,
+                          check=False, env=env)
+
+
+def _why(proc: subprocess.CompletedProcess[str], what: str) -> str:
+    """Why a child probe failed: the signal that killed it, or the last error line it printed."""
     lines = [line for line in proc.stderr.splitlines() if "error" in line.lower()]
-    how = f"crashed (signal {-proc.returncode})" if proc.returncode < 0 else (lines[-1] if lines else "build failed")
-    return f"{device.name} ({device.platform.version}): {how}"
+    return f"crashed (signal {-proc.returncode})" if proc.returncode < 0 else (lines[-1] if lines else f"{what} failed")
+
+
+def _candidates(icd: str | None) -> tuple[list[tuple[bool, str, int]], str]:
+    """(is_gpu, "platform version|device name", index) of each device the loader finds with ICD file `icd` alone
+    (None: as configured), listed in a child process; or a reason."""
+    try:
+        proc = _child([], icd)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return [], f"{icd or 'opencl'}: listing did not run: {exc}"
+    if proc.returncode != 0:
+        return [], f"{icd or 'opencl'}: no platform ({_why(proc, 'listing')})"
+    rows = [line.split("|", 1) for line in proc.stdout.splitlines() if "|" in line]
+    return [(kind == "gpu", key, i) for i, (kind, key) in enumerate(rows)], ""
 
 
 def _find_device() -> tuple[Any, str]:
-    """The first OpenCL device (GPUs first) that can compile a probe kernel, or None and the reason."""
+    """The first OpenCL device (GPUs first) that can compile a probe kernel, or None and the reason.
+
+    The loader opens every vendor library it finds at this process's first ``clGetPlatformIDs``. With the pip PoCL
+    beside Debian's (as in CI), that is two PoCLs with two LLVMs (14 and 15), 124 exported symbols in common and
+    two driver thread pools in one process, one of them unused (and on AMD family 26 unable to build a kernel). So
+    each ICD file is listed and probed in child processes alone, and the chosen one is pinned with OCL_ICD_VENDORS
+    before this process loads any. The user's own OCL_ICD_VENDORS stands; so does a loader that pyopencl already
+    started here: the device is then looked up by its platform version and name among what it gives.
+    """
     if cl is None:
         return None, "opencl: pyopencl is not installed (pip install mnnpy[opencl])"
-    try:
-        platforms = cl.get_platforms()
-    except Exception as exc:
-        return None, f"opencl: no platform (install pocl?): {exc}"
-    devices = [d for p in platforms for d in p.get_devices()]
-    if not devices:
-        return None, "opencl: no platform (install pocl?): no device"
-    devices.sort(key=lambda d: 0 if d.type & cl.device_type.GPU else 1)
+    user_choice = "OCL_ICD_VENDORS" in os.environ  # the user's choice of vendor files stands
+    icds: list[str | None] = [*([] if user_choice else _icd_files())] or [None]
     errors = []
-    for index, device in enumerate(devices):
-        reason = _probe_in_child(index, device)
-        if not reason:
-            return device, ""
-        errors.append(reason)
+    found: list[tuple[bool, int, str | None, str, int]] = []
+    for order, icd in enumerate(icds):
+        rows, reason = _candidates(icd)
+        if reason:
+            errors.append(reason)
+        found += [(not gpu, order, icd, key, index) for gpu, key, index in rows]
+    for _, _, icd, key, index in sorted(found, key=lambda c: c[:2]):
+        try:
+            proc = _child([str(index), _PROBE_SOURCE], icd)
+        except (OSError, subprocess.SubprocessError) as exc:
+            errors.append(f"{key}: probe did not run: {exc}")
+            continue
+        if proc.returncode != 0:
+            errors.append(f"{key}: {_why(proc, 'build')}")
+            continue
+        if icd is not None:
+            os.environ["OCL_ICD_VENDORS"] = icd  # read by the loader at this process's first clGetPlatformIDs
+        try:
+            devices = [d for p in cl.get_platforms() for d in p.get_devices()]
+        except Exception as exc:
+            return None, f"opencl: no platform (install pocl?): {exc}"
+        for device in devices:
+            if f"{device.platform.version}|{device.name}" == key:
+                return device, ""
+        errors.append(f"{key}: built in a child process, but not listed here")
+    if not found and not errors:
+        errors.append("no device")
     return None, "opencl: no device can compile kernels: " + "; ".join(errors)
 
 

@@ -161,3 +161,39 @@ def test_default_tuning_level_follows_device_type(runtime: OpenCLRuntime) -> Non
     is_gpu = bool(runtime.device.type & 4)  # CL_DEVICE_TYPE_GPU
     assert backend.tune_level == ("fast" if is_gpu else "none")
     assert runtime.create_backend({"tuning": "wide"}).tune_level == "wide"
+
+
+_PINNED = """
+import os, sys
+from mnnpy.backends.opencl.runtime import OpenCLRuntime
+runtime = OpenCLRuntime()
+import pyopencl as cl
+print(os.environ.get("OCL_ICD_VENDORS", ""))
+print(len(cl.get_platforms()))
+print(runtime.device.platform.version + "|" + runtime.device.name)
+"""
+
+
+def _run_child(env: dict[str, str | None]) -> list[str]:
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _PINNED], capture_output=True, text=True, timeout=600, check=False,
+                          env={k: v for k, v in {**os.environ, **env}.items() if v is not None})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout.splitlines()
+
+
+def test_one_vendor_library_is_loaded(runtime: OpenCLRuntime) -> None:
+    """Each ICD file is probed in child processes alone; the chosen one is pinned with OCL_ICD_VENDORS before this
+    process opens any, so one OpenCL platform (one PoCL, one LLVM) is loaded, not every one installed (CI has
+    Debian's PoCL beside the pip one)."""
+    from mnnpy.backends.opencl.runtime import _icd_files
+
+    icd, count, device = _run_child({"OCL_ICD_VENDORS": None})
+    assert icd in _icd_files() or not _icd_files()
+    assert count == "1"
+    # the user's own choice of vendor files stands, and the device is found among what it loads
+    user_icd, _, user_device = _run_child({"OCL_ICD_VENDORS": icd})
+    assert (user_icd, user_device) == (icd, device)
