@@ -186,13 +186,72 @@ def _resize_model(scale: float, **attrs: Any) -> Any:
 
 
 def test_resize_refuses_what_mnn_would_compute_otherwise() -> None:
-    """align_corners at a scale that gives no whole size (ONNX and MNN map coordinates differently there) and
-    round_prefer_ceil (MNN's round sends halves down) are refused by name instead of converted to other results."""
+    """align_corners at a scale that gives no whole size (onnxruntime and MNN map coordinates one way, the ONNX
+    reference another) is refused by name; so are the modes MNN's Interp lacks (round_prefer_ceil: MNN's round sends
+    halves down) when their scales come at run time, where no table can be made at convert time."""
     with pytest.raises(ModelError, match="align_corners with scales that do not give whole sizes"):
         BACKENDS["mnnpy"].prepare(_resize_model(0.6, mode="linear", coordinate_transformation_mode="align_corners"))
-    with pytest.raises(ModelError, match="nearest_mode 'round_prefer_ceil'"):
-        BACKENDS["mnnpy"].prepare(_resize_model(2.0, mode="nearest", nearest_mode="round_prefer_ceil",
-                                                coordinate_transformation_mode="asymmetric"))
+    node = oh.make_node("Resize", ["x", "", "s"], ["y"], mode="nearest", nearest_mode="round_prefer_ceil")
+    runtime_scales = make_model([node], [("x", F, [1, 2, 4, 5]), ("s", F, [4])], ["y"], opset=13)
+    with pytest.raises(ModelError, match=r"nearest_mode 'round_prefer_ceil' is not supported by MNN's Interp .*"
+                                         r"constant scales"):
+        BACKENDS["mnnpy"].prepare(runtime_scales)
+
+
+# Resize cases of the ONNX node suite whose modes MNN's Interp lacks; the suite feeds their scales / sizes / roi as
+# graph inputs, so here they become initializers (their values from the case's data), which the tables need
+_TABLE_CASES = ["downsample_scales_cubic_A_n0p5_exclude_outside", "downsample_scales_cubic_antialias",
+                "downsample_scales_linear_antialias", "downsample_scales_linear_half_pixel_symmetric",
+                "downsample_sizes_cubic_antialias", "downsample_sizes_linear_antialias", "tf_crop_and_resize",
+                "tf_crop_and_resize_axes_3_2", "tf_crop_and_resize_extrapolation_value",
+                "upsample_scales_cubic_A_n0p5_exclude_outside", "upsample_scales_linear_half_pixel_symmetric",
+                "upsample_sizes_nearest_ceil_half_pixel", "upsample_sizes_nearest_round_prefer_ceil_asymmetric"]
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+@pytest.mark.parametrize("case", _TABLE_CASES)
+def test_resize_tables_match_onnx_node_data(runtime: str, case: str) -> None:
+    """Modes MNN's Interp has no encoding for (antialias, exclude_outside, half_pixel_symmetric, tf_crop_and_resize,
+    nearest ceil / round_prefer_ceil) convert as constant per-axis tables: GatherV2 for nearest, MatMul for linear /
+    cubic, extrapolation_value added where the roi leaves the input. Checked against the ONNX node data."""
+    from onnx import numpy_helper
+
+    from .onnx_backend import node_data_dir
+
+    folder = node_data_dir() / f"test_resize_{case}"
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is not in this onnx wheel")
+    model = onnx.load(str(folder / "model.onnx"))
+    data = folder / "test_data_set_0"
+    values = [numpy_helper.to_array(onnx.load_tensor(str(data / f"input_{i}.pb")))
+              for i in range(len(model.graph.input))]
+    expected = numpy_helper.to_array(onnx.load_tensor(str(data / "output_0.pb")))
+    graph = model.graph
+    for info, value in zip(list(graph.input)[1:], values[1:], strict=True):
+        graph.initializer.append(numpy_helper.from_array(value, info.name))
+    del graph.input[1:]
+    got = _run(runtime, model, {graph.input[0].name: values[0]})[0]
+    assert got.shape == expected.shape
+    assert rel_diff(got, expected) <= 1e-6
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+@pytest.mark.parametrize(("attrs", "scales"), [
+    ({"mode": "linear", "antialias": 1}, [1, 1, 0.3, 0.45]),
+    ({"mode": "cubic", "antialias": 1}, [1, 1, 0.3, 0.45]),
+    ({"mode": "cubic", "antialias": 1, "exclude_outside": 1}, [1, 1, 0.5, 0.7]),
+    ({"mode": "cubic", "exclude_outside": 1, "cubic_coeff_a": -0.5}, [1, 1, 1.7, 0.6]),
+    ({"mode": "linear", "coordinate_transformation_mode": "half_pixel_symmetric"}, [1, 1, 0.7, 1.3]),
+    ({"mode": "nearest", "nearest_mode": "ceil"}, [1, 1, 1.7, 0.6]),
+    ({"mode": "nearest", "nearest_mode": "round_prefer_ceil", "coordinate_transformation_mode": "asymmetric"},
+     [1, 1, 2.5, 0.5]),
+    ({"mode": "linear", "antialias": 1, "axes": [3]}, [0.4]),
+])
+def test_resize_tables_match_onnxruntime(runtime: str, attrs: dict[str, Any], scales: list[float]) -> None:
+    """The tables at sizes of several tens (taps past both edges, antialias footprints of up to 14 taps)."""
+    node = oh.make_node("Resize", ["x", "", "s"], ["y"], **attrs)
+    model = make_model([node], [("x", F, [1, 3, 37, 53])], ["y"], {"s": np.array(scales, np.float32)}, 19)
+    _check(runtime, model, {"x": RNG.standard_normal((1, 3, 37, 53)).astype(np.float32)})
 
 
 @pytest.mark.parametrize("runtime", ["mnnpy", "official"])
