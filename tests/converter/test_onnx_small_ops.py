@@ -429,3 +429,33 @@ def test_same_pooling_counting_padding(runtime: str, op: str, auto_pad: str) -> 
     node = oh.make_node(op, ["x"], ["y"], kernel_shape=[3, 2], strides=[2, 1], auto_pad=auto_pad, **extra)
     model = make_model([node], [("x", F, [1, 3, 7, 6])], ["y"], {}, 18)
     _check(runtime, model, {"x": RNG.standard_normal((1, 3, 7, 6)).astype(np.float32)})
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+@pytest.mark.parametrize("const_weights", [False, True])
+def test_deform_conv(runtime: str, const_weights: bool) -> None:
+    """DeformConv as GridSample + MatMul, against onnxruntime: 2 groups, 2 offset groups, stride, dilation,
+    asymmetric pads, offsets of a few pixels (samples past every edge), mask and bias; weights as graph inputs (as
+    the node suite has them) or initializers."""
+    n, c, h, w, oc, k = 2, 4, 9, 11, 6, 3
+    pads = [1, 2, 0, 1]
+    out_h = (h + pads[0] + pads[2] - (2 * (k - 1) + 1)) // 2 + 1
+    out_w = (w + pads[1] + pads[3] - k) + 1
+    values = {"x": RNG.standard_normal((n, c, h, w)), "off": RNG.standard_normal((n, 2 * k * k * 2, out_h, out_w)) * 2,
+              "mask": RNG.uniform(0, 1, (n, 2 * k * k, out_h, out_w)), "W": RNG.standard_normal((oc, c // 2, k, k)),
+              "B": RNG.standard_normal(oc)}
+    values = {name: v.astype(np.float32) for name, v in values.items()}
+    node = oh.make_node("DeformConv", ["x", "W", "off", "B", "mask"], ["y"], group=2, offset_group=2,
+                        kernel_shape=[k, k], strides=[2, 1], dilations=[2, 1], pads=pads)
+    graph_inputs = ["x", "off", "mask"] + ([] if const_weights else ["W", "B"])
+    inits = {"W": values["W"], "B": values["B"]} if const_weights else {}
+    model = make_model([node], [(name, F, list(values[name].shape)) for name in graph_inputs], ["y"], inits, 22)
+    _check(runtime, model, {name: values[name] for name in graph_inputs})
+
+
+def test_deform_conv_needs_static_shapes() -> None:
+    node = oh.make_node("DeformConv", ["x", "W", "off"], ["y"], kernel_shape=[2, 2])
+    model = make_model([node], [("x", F, [1, 1, None, 3]), ("W", F, [1, 1, 2, 2]), ("off", F, [1, 8, 2, 2])], ["y"],
+                       opset=22)
+    with pytest.raises(ModelError, match=r"DeformConv.*static input, weight and offset shapes"):
+        BACKENDS["mnnpy"].prepare(model)
