@@ -459,3 +459,37 @@ def test_deform_conv_needs_static_shapes() -> None:
                        opset=22)
     with pytest.raises(ModelError, match=r"DeformConv.*static input, weight and offset shapes"):
         BACKENDS["mnnpy"].prepare(model)
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+@pytest.mark.parametrize("attrs", [
+    {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]},
+    {"kernel_shape": [2, 3], "strides": [2, 1], "pads": [0, 1, 1, 0], "storage_order": 1},
+    {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1},
+    {"kernel_shape": [2, 2], "dilations": [2, 2], "pads": [1, 0, 1, 1]},
+])
+def test_maxpool_indices(runtime: str, attrs: dict[str, Any]) -> None:
+    """MaxPool's Indices output (MNN's Pool has none) against onnxruntime, on small integer values so that windows
+    hold ties (the first position in row-major order wins) and padded / overhanging taps are never picked."""
+    node = oh.make_node("MaxPool", ["x"], ["y", "i"], **attrs)
+    model = make_model([node], [("x", F, [2, 3, 7, 9])], ["y", ("i", I64)], opset=12)
+    x = RNG.integers(-3, 3, (2, 3, 7, 9)).astype(np.float32)
+    got = _run(runtime, model, {"x": x})
+    ref = run_ort(model, {"x": x})
+    np.testing.assert_array_equal(got[0], ref[0])
+    np.testing.assert_array_equal(np.asarray(got[1], np.int64), ref[1])
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+@pytest.mark.parametrize("with_shape", [False, True])
+def test_maxunpool_after_maxpool(runtime: str, with_shape: bool) -> None:
+    """MaxPool -> MaxUnpool, as PyTorch exports max_pool2d(return_indices) -> max_unpool2d: overlapping windows
+    (the same index picked twice), and an odd input size restored by output_shape (the indices address that shape,
+    as in onnxruntime and PyTorch)."""
+    nodes = [oh.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[3, 3], strides=[2, 2]),
+             oh.make_node("MaxUnpool", ["y", "i", "shape"] if with_shape else ["y", "i"], ["z"], kernel_shape=[3, 3],
+                          strides=[2, 2])]
+    size = [2, 3, 8, 10] if with_shape else [2, 3, 7, 9]  # 8 x 10 pools to what 7 x 9 would be inferred from
+    inits = {"shape": np.array(size, np.int64)} if with_shape else {}
+    model = make_model(nodes, [("x", F, size)], ["z"], inits, opset=12)
+    _check(runtime, model, {"x": RNG.standard_normal(size).astype(np.float32)})

@@ -4,6 +4,7 @@ Dilated windows, which MNN's Pool has no field for, become a sum or max of strid
 from __future__ import annotations
 
 import itertools
+from typing import NamedTuple
 
 import numpy as np
 from mnnpy.schema import mnn_generated as fb
@@ -93,18 +94,24 @@ def _ceil_as_floor_pads(spatial: list[int], kernel: list[int], strides: list[int
     return result
 
 
-def _dilated_pool(ctx: Context, node: OnnxNode, kind: str, x: str, auto_pad: str, ceil_mode: int,
-                  kernel: list[int], dilations: list[int], pads: list[int] | None, strides: list[int] | None,
-                  count_include_pad: int = 0) -> str:
-    """A dilated pooling window (any spatial rank, static shape) as one strided slice per kernel tap of the padded
-    input, combined by MAXIMUM ("max") or summed ("sum", "avg"; "avg" then times a constant 1 / count per output
-    position). ONNX's rules: the output size by floor or ceil mode, where a ceil-mode window must start inside the
-    input or its begin padding; padding and the ceil overhang never win a max; an average counts the declared
-    padding only with count_include_pad, never the overhang. Returns the result's name."""
+class _Taps(NamedTuple):
+    """A pooling window's kernel taps as strided slices of the padded input (``_pool_taps``)."""
+
+    pieces: list[tuple[tuple[int, ...], str]]  # (tap, slice of the padded input: [N, C, *outs])
+    outs: list[int]
+    pads: list[int]  # begin pads, then end pads (as declared or from auto_pad)
+    spatial: list[int]
+
+
+def _pool_taps(ctx: Context, node: OnnxNode, kind: str, x: str, auto_pad: str, ceil_mode: int, kernel: list[int],
+               dilations: list[int], pads: list[int] | None, strides: list[int] | None) -> _Taps:
+    """One strided slice per kernel tap of the input padded with -inf ("max") or 0, in row-major tap order.
+    ONNX's rules: the output size by floor or ceil mode, where a ceil-mode window must start inside the input or
+    its begin padding; SAME pads split with the odd one at the end (SAME_UPPER) or the beginning (SAME_LOWER)."""
     shape = ctx.shape(x)
     n = len(kernel)
     if shape is None or len(shape) != n + 2 or None in shape[2:]:
-        raise UseFunctionBody(f"{node.label()}: dilated pooling needs the input's spatial shape")
+        raise UseFunctionBody(f"{node.label()}: this pooling needs the input's spatial shape")
     spatial = [int(v) for v in shape[2:]]
     strides = list(strides or [1] * n)
     extent = [(k - 1) * d + 1 for k, d in zip(kernel, dilations, strict=True)]
@@ -125,7 +132,7 @@ def _dilated_pool(ctx: Context, node: OnnxNode, kind: str, x: str, auto_pad: str
             o -= 1
         outs.append(o)
     if min(outs) < 1:
-        raise UseFunctionBody(f"{node.label()}: the dilated window does not fit the input")
+        raise UseFunctionBody(f"{node.label()}: the pooling window does not fit the input")
     # pad by the declared begin padding, and at the end by whatever the last window reaches
     ends = [max(0, (o - 1) * s + e - b - size)
             for o, s, e, b, size in zip(outs, strides, extent, pads[:n], spatial, strict=True)]
@@ -135,12 +142,27 @@ def _dilated_pool(ctx: Context, node: OnnxNode, kind: str, x: str, auto_pad: str
                      fb.PadParamT(), name="Padding") if pairs.any() else x
     axes = ctx.const(np.arange(2, n + 2, dtype=np.int32), "axes")
     steps = ctx.const(np.asarray(strides, np.int32), "steps")
-    result = ""
+    pieces = []
     for tap in itertools.product(*(range(k) for k in kernel)):
         starts = [t * d for t, d in zip(tap, dilations, strict=True)]
         stops = [b + (o - 1) * s + 1 for b, o, s in zip(starts, outs, strides, strict=True)]
-        piece = _strided_slice(ctx, [padded, ctx.const(np.asarray(starts, np.int32), "starts"),
-                                     ctx.const(np.asarray(stops, np.int32), "ends"), axes, steps])
+        pieces.append((tap, _strided_slice(ctx, [padded, ctx.const(np.asarray(starts, np.int32), "starts"),
+                                                 ctx.const(np.asarray(stops, np.int32), "ends"), axes, steps])))
+    return _Taps(pieces, outs, pads, spatial)
+
+
+def _dilated_pool(ctx: Context, node: OnnxNode, kind: str, x: str, auto_pad: str, ceil_mode: int,
+                  kernel: list[int], dilations: list[int], pads: list[int] | None, strides: list[int] | None,
+                  count_include_pad: int = 0) -> str:
+    """A dilated pooling window (any spatial rank, static shape) as one strided slice per kernel tap of the padded
+    input (``_pool_taps``), combined by MAXIMUM ("max") or summed ("sum", "avg"; "avg" then times a constant 1 /
+    count per output position): padding and the ceil overhang never win a max; an average counts the declared
+    padding only with count_include_pad, never the overhang. Returns the result's name."""
+    taps = _pool_taps(ctx, node, kind, x, auto_pad, ceil_mode, kernel, dilations, pads, strides)
+    n, outs, pads, spatial = len(kernel), taps.outs, taps.pads, taps.spatial
+    strides = list(strides or [1] * n)
+    result = ""
+    for _, piece in taps.pieces:
         result = piece if not result else ctx.binary(BIN.MAXIMUM if kind == "max" else BIN.ADD, result, piece)
     if kind != "avg":
         return result
@@ -159,17 +181,98 @@ def _dilated_pool(ctx: Context, node: OnnxNode, kind: str, x: str, auto_pad: str
 def max_pool(ctx: Context, node: OnnxNode, *, auto_pad: str = "NOTSET", ceil_mode: int = 0,
              dilations: list[int] | None = None, kernel_shape: list[int] | None = None, pads: list[int] | None = None,
              storage_order: int = 0, strides: list[int] | None = None) -> None:
-    """MaxPool -> Pooling(MAXPOOL)."""
-    if len(node.outputs) > 1 and node.outputs[1]:
-        raise UseFunctionBody(f"{node.label()}: the Indices output of MaxPool is not supported")
+    """MaxPool -> Pooling(MAXPOOL); with the Indices output, strided slices per tap (``_max_with_indices``)."""
     if kernel_shape is None:
         raise UseFunctionBody(f"{node.label()}: kernel_shape is required")
+    if len(node.outputs) > 1 and node.outputs[1]:
+        _max_with_indices(ctx, node, auto_pad, ceil_mode, kernel_shape, dilations or [1] * len(kernel_shape), pads,
+                          strides, storage_order)
+        return
     if dilations is not None and any(d != 1 for d in dilations):
         result = _dilated_pool(ctx, node, "max", node.inputs[0], auto_pad, ceil_mode, kernel_shape, dilations, pads,
                                strides)
         ctx.alias(result, node.outputs[0])
         return
     _pool(ctx, node, fb.PoolType.MAXPOOL, auto_pad, ceil_mode, kernel_shape, pads, strides, 0)
+
+
+def _max_with_indices(ctx: Context, node: OnnxNode, auto_pad: str, ceil_mode: int, kernel: list[int],
+                      dilations: list[int], pads: list[int] | None, strides: list[int] | None,
+                      storage_order: int) -> None:
+    """MaxPool with its Indices output (MNN's Pool has none), 2-D, static shape: the max of the taps' strided
+    slices, and the flat input position (over N, C, H, W; column-major within a channel with storage_order 1) of
+    the first tap in row-major order that holds it, chosen by a Select per tap from constant position tables.
+    Padding never wins: a tap's position counts only where it lies inside the input."""
+    x = node.inputs[0]
+    shape = ctx.shape(x)
+    if len(kernel) != 2 or shape is None or len(shape) != 4 or None in shape:
+        raise UseFunctionBody(f"{node.label()}: the Indices output of MaxPool needs a 2-D pool with a static input "
+                              f"shape")
+    batch, channels, height, width = (int(v) for v in shape)
+    taps = _pool_taps(ctx, node, "max", x, auto_pad, ceil_mode, kernel, dilations, pads, strides)
+    sh, sw = strides or [1, 1]
+    oh, ow = taps.outs
+    best = ""
+    for _, piece in taps.pieces:
+        best = piece if not best else ctx.binary(BIN.MAXIMUM, best, piece)
+    ctx.alias(best, node.outputs[0])
+    rows = np.arange(oh).reshape(-1, 1) * sh - taps.pads[0]
+    cols = np.arange(ow).reshape(1, -1) * sw - taps.pads[1]
+    index = ""
+    for (i, j), piece in reversed(taps.pieces):  # the first tap that holds the max wins: it is selected last
+        h, w = np.broadcast_arrays(rows + i * dilations[0], cols + j * dilations[1])
+        inside = (h >= 0) & (h < height) & (w >= 0) & (w < width)
+        if not inside.any():
+            continue
+        flat = (h * width + w) if storage_order == 0 else (h + w * height)
+        table = ctx.const(np.where(inside, flat, 0).astype(np.int32).reshape(1, 1, oh, ow), "pool_index")
+        if not index:
+            index = table
+            continue
+        hit = ctx.binary(BIN.EQUAL, piece, best)
+        if not inside.all():
+            hit = ctx.binary(BIN.MUL, hit, ctx.const(inside.astype(np.int32).reshape(1, 1, oh, ow), "inside"))
+        index = ctx.out(OP.Select, [hit, table, index], name="Select")
+    planes = (np.arange(batch * channels, dtype=np.int32) * (height * width)).reshape(batch, channels, 1, 1)
+    ctx.binary(BIN.ADD, index, ctx.const(planes, "plane_offset"), node.outputs[1])
+
+
+@onnx_op("MaxUnpool", since=9)
+def max_unpool(ctx: Context, node: OnnxNode, *, kernel_shape: list[int] | None = None, pads: list[int] | None = None,
+               strides: list[int] | None = None) -> None:
+    """MaxUnpool -> ScatterNd of the values at their flat indices into zeros, reshaped. The output shape is the
+    output_shape input (constant or at run time) or inferred from the kernel; as onnxruntime and PyTorch do, the
+    indices address that shape (MaxPool's indices of an input of that shape). The ONNX reference instead places them
+    in the inferred shape and pads that to output_shape; where the two shapes differ they disagree."""
+    x, indices, output_shape = node.inputs[0], node.inputs[1], node.input(2)
+    if not output_shape:
+        shape = ctx.shape(x)
+        if shape is None or None in shape or kernel_shape is None:
+            raise UseFunctionBody(f"{node.label()}: without output_shape, MaxUnpool needs a static input shape")
+        n = len(kernel_shape)
+        strides = list(strides or [1] * n)
+        pads = list(pads or [0] * (2 * n))
+        dims = [int(shape[0]), int(shape[1])] + [(int(shape[i + 2]) - 1) * strides[i] - pads[i] - pads[i + n]
+                                                 + kernel_shape[i] for i in range(n)]
+        output_shape = ctx.const(np.asarray(dims, np.int32), "output_shape")
+        total = ctx.const(np.asarray([np.prod(dims)], np.int32), "total")
+    else:
+        output_shape = ctx.out(OP.Cast, [output_shape], None, PARAM.CastParam, _int32(), name="Cast")
+        reduce = fb.ReductionParamT()
+        reduce.operation = fb.ReductionType.PROD
+        reduce.dim = [0]
+        reduce.keepDims = True
+        total = ctx.out(OP.Reduction, [output_shape], None, PARAM.ReductionParam, reduce, name="Reduction")
+    flat_index = ctx.reshape(ctx.out(OP.Cast, [indices], None, PARAM.CastParam, _int32(), name="Cast"), [-1, 1])
+    values = ctx.reshape(x, [-1])
+    scattered = ctx.out(OP.ScatterNd, [flat_index, values, total], name="ScatterNd")
+    ctx.reshape(scattered, output_shape, node.outputs[0])
+
+
+def _int32() -> fb.CastParamT:
+    param = fb.CastParamT()
+    param.dstT = fb.DataType.DT_INT32
+    return param
 
 
 @onnx_op("AveragePool")
