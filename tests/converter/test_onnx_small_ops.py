@@ -493,3 +493,23 @@ def test_maxunpool_after_maxpool(runtime: str, with_shape: bool) -> None:
     inits = {"shape": np.array(size, np.int64)} if with_shape else {}
     model = make_model(nodes, [("x", F, size)], ["z"], inits, opset=12)
     _check(runtime, model, {"x": RNG.standard_normal(size).astype(np.float32)})
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+@pytest.mark.parametrize(("mode", "starts", "axis"), [
+    ("linear", [0, 7, 11], -2), ("circular", [0, 7, 14], -2), ("circular", [15, 3, 12], 1), ("linear", None, -2),
+])
+def test_tensor_scatter(runtime: str, mode: str, starts: list[int] | None, axis: int) -> None:
+    """TensorScatter (opset 24 KV-cache writes) against onnxruntime: wrapping circular writes, a 3-D cache with the
+    sequence on axis 1, no write_indices; values copied exactly (the cache holds inf and NaN)."""
+    cache_shape, update_shape = ([3, 2, 16, 8], [3, 2, 5, 8]) if axis == -2 else ([3, 16, 8], [3, 5, 8])
+    cache = RNG.standard_normal(cache_shape).astype(np.float32)
+    cache.reshape(-1)[[3, 40]] = [np.inf, np.nan]
+    feeds = {"cache": cache, "update": RNG.standard_normal(update_shape).astype(np.float32)}
+    inputs = [("cache", F, cache_shape), ("update", F, update_shape)]
+    if starts is not None:
+        feeds["starts"] = np.array(starts, np.int64)
+        inputs.append(("starts", I64, [3]))
+    node = oh.make_node("TensorScatter", [name for name, _, _ in inputs], ["y"], mode=mode, axis=axis)
+    model = make_model([node], inputs, ["y"], opset=24)
+    np.testing.assert_array_equal(_run(runtime, model, feeds)[0], run_ort(model, feeds)[0])

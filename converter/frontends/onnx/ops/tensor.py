@@ -348,3 +348,52 @@ def unique(ctx: Context, node: OnnxNode, *, axis: int | None = None, sorted: int
     outputs = [node.outputs[i] if i < len(node.outputs) and node.outputs[i] else ctx.graph.unique_name(
         f"{node.name}_unused{i}") for i in range(4)]
     ctx.emit(OP.Unique, [node.inputs[0]], outputs, name=node.name)
+
+
+@onnx_op("TensorScatter", since=24)
+def tensor_scatter(ctx: Context, node: OnnxNode, *, axis: int = -2, mode: str = "linear") -> None:
+    """TensorScatter (a KV-cache write) -> GatherElements + Select: the cache seen as [B, M, L, K] (L the
+    sequence axis), each position p of batch b reads update row p - write_indices[b] (modulo L in circular mode)
+    where that row exists, else keeps the cache. Exact (no arithmetic on the values); static cache and update
+    shapes. A linear write past the end of the cache (an error in the ONNX reference) leaves the cache as it is."""
+    cache, update, where = node.inputs[0], node.inputs[1], node.input(2)
+    cache_shape, update_shape = ctx.shape(cache), ctx.shape(update)
+    if cache_shape is None or update_shape is None or None in cache_shape or None in update_shape \
+            or mode not in ("linear", "circular"):
+        raise UseFunctionBody(f"{node.label()}: needs static cache and update shapes and mode linear or circular")
+    rank = len(cache_shape)
+    axis %= rank
+    dims, steps = [int(v) for v in cache_shape], [int(v) for v in update_shape]
+    if axis == 0 or len(steps) != rank or any(a != b for i, (a, b) in enumerate(zip(dims, steps, strict=True))
+                                             if i != axis) or steps[axis] > dims[axis]:
+        raise UseFunctionBody(f"{node.label()}: cache {dims} and update {steps} do not fit along axis {axis}")
+    batch, length, count = dims[0], dims[axis], steps[axis]
+    inner = int(np.prod(dims[1:axis], dtype=np.int64))
+    outer = int(np.prod(dims[axis + 1:], dtype=np.int64))
+    positions = ctx.const(np.arange(length, dtype=np.int32).reshape(1, length), "positions")
+    if where:
+        start = ctx.reshape(ctx.out(OP.Cast, [where], None, PARAM.CastParam, _cast_int32(), name="Cast"), [batch, 1])
+        rel = ctx.binary(BIN.SUB, positions, start)  # [B, L]: the update row each cache position takes
+    else:
+        rel = ctx.binary(BIN.ADD, positions, ctx.const(np.zeros((batch, 1), np.int32)))
+    if mode == "circular":
+        rel = ctx.binary(BIN.MOD, rel, ctx.const(np.int32(length)))  # MNN's int MOD is Python's (see Mod)
+        hit = ctx.binary(BIN.LESS, rel, ctx.const(np.int32(count)))
+    else:
+        hit = ctx.binary(BIN.MUL, ctx.binary(BIN.GREATER_EQUAL, rel, ctx.const(np.int32(0))),
+                         ctx.binary(BIN.LESS, rel, ctx.const(np.int32(count))))
+    row = ctx.binary(BIN.MAXIMUM, ctx.binary(BIN.MINIMUM, rel, ctx.const(np.int32(count - 1))),
+                     ctx.const(np.int32(0)))
+    index = ctx.binary(BIN.ADD, ctx.reshape(row, [batch, 1, length, 1]),
+                       ctx.const(np.zeros((1, inner, 1, outer), np.int32), "spread"))  # [B, M, L, K]
+    rows = ctx.out(OP.GatherElements, [ctx.reshape(update, [batch, inner, count, outer]), index,
+                                       ctx.const(np.int32(2), "axis")], name="GatherElements")
+    kept = ctx.out(OP.Select, [ctx.reshape(hit, [batch, 1, length, 1]), rows,
+                               ctx.reshape(cache, [batch, inner, length, outer])], name="Select")
+    ctx.reshape(kept, dims, node.outputs[0])
+
+
+def _cast_int32() -> fb.CastParamT:
+    param = fb.CastParamT()
+    param.dstT = fb.DataType.DT_INT32
+    return param
