@@ -513,3 +513,11 @@ def test_tensor_scatter(runtime: str, mode: str, starts: list[int] | None, axis:
     node = oh.make_node("TensorScatter", [name for name, _, _ in inputs], ["y"], mode=mode, axis=axis)
     model = make_model([node], inputs, ["y"], opset=24)
     np.testing.assert_array_equal(_run(runtime, model, feeds)[0], run_ort(model, feeds)[0])
+
+
+def test_deform_conv_offset_of_the_wrong_size_is_refused() -> None:
+    node = oh.make_node("DeformConv", ["x", "W", "off"], ["y"], kernel_shape=[2, 2])
+    model = make_model([node], [("x", F, [1, 1, 3, 3]), ("W", F, [1, 1, 2, 2]), ("off", F, [1, 8, 3, 3])], ["y"],
+                       opset=22)
+    with pytest.raises(ModelError, match="offset's spatial shape"):
+        BACKENDS["mnnpy"].prepare(model)

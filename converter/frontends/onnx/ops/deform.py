@@ -49,6 +49,11 @@ def deform_conv(ctx: Context, node: OnnxNode, *, dilations: list[int] | None = N
         raise UseFunctionBody(f"{node.label()}: inconsistent shapes (x {x_shape}, weight {w_shape}, offset "
                               f"{off_shape}, group {group}, offset_group {offset_group}) or an input of height or "
                               f"width 1")
+    bottom, right = (pads or [0, 0, 0, 0])[2:]
+    want = ((h + top + bottom - (kh - 1) * dh - 1) // sh + 1, (wd + left + right - (kw - 1) * dw - 1) // sw + 1)
+    if (oh, ow) != want:
+        raise UseFunctionBody(f"{node.label()}: the offset's spatial shape {off_shape[2:]} is not the output shape "
+                              f"that the kernel, strides, dilations and pads give")
     cg = c // offset_group
     # grid [N * G, K * oH, oW, 2] = offsets (x, y) * 2 / (size - 1) + base
     scale = np.array([2.0 / (wd - 1), 2.0 / (h - 1)], np.float32)

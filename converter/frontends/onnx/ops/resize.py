@@ -268,6 +268,8 @@ def _resize_by_tables(ctx: Context, node: OnnxNode, why: str, *, mode: str, ctm:
     rank = len(shape)
     axes = [a % rank for a in (axes if axes is not None else range(rank))]
     scale, out_len = _table_plan([int(n) for n in shape], axes, scales, sizes, policy)
+    if min(out_len) < 1 or min(scale) <= 0 or 0 in shape:
+        raise UseFunctionBody(f"{node.label()}: output shape {out_len} from scales {scale} is empty or invalid")
     bounds = {a: (0.0, 1.0) for a in range(rank)}
     if ctm == "tf_crop_and_resize":
         flat = np.asarray(roi, np.float64).ravel()
