@@ -521,3 +521,53 @@ def test_deform_conv_offset_of_the_wrong_size_is_refused() -> None:
                        opset=22)
     with pytest.raises(ModelError, match="offset's spatial shape"):
         BACKENDS["mnnpy"].prepare(model)
+
+
+_RNN_CASES = [
+    ("LSTM", {"direction": "bidirectional", "clip": 0.5, "activation_alpha": [0.3, 1.5], "activation_beta": [0.4, 0.7],
+              "activations": ["HardSigmoid", "Tanh", "Softsign", "Sigmoid", "ScaledTanh", "Tanh"]}, True),
+    ("LSTM", {"input_forget": 1}, True),
+    ("LSTM", {"direction": "reverse"}, False),
+    ("GRU", {"direction": "bidirectional", "activations": ["Sigmoid", "Relu", "HardSigmoid", "Tanh"],
+             "linear_before_reset": 1}, False),
+    ("GRU", {"clip": 0.3}, False),
+    ("RNN", {"activations": ["Relu"]}, False),
+    ("RNN", {"activations": ["LeakyRelu", "Elu"], "activation_alpha": [0.2, 0.8], "direction": "bidirectional"}, False),
+    ("RNN", {"activations": ["ThresholdedRelu"], "activation_alpha": [0.1]}, False),
+    ("RNN", {"activations": ["Affine"], "activation_alpha": [0.5], "activation_beta": [0.1]}, False),
+    ("RNN", {"activations": ["Softplus"]}, False),
+]
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+@pytest.mark.parametrize(("op", "attrs", "peepholes"), _RNN_CASES)
+def test_recurrent_options(runtime: str, op: str, attrs: dict[str, Any], peepholes: bool) -> None:
+    """LSTM / GRU / RNN with ONNX's other activations (alpha / beta consumed in order by those that take them),
+    clip, peepholes, input_forget and sequence_lens (lengths 5, 2, 3 of 5 steps: held states, zero outputs past the
+    end, reverse passes from each sequence's end), against onnxruntime."""
+    steps, batch, size, hidden = 5, 3, 4, 6
+    dirs = 2 if attrs.get("direction") == "bidirectional" else 1
+    gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
+    inits = {"W": RNG.standard_normal((dirs, gates * hidden, size)) * 0.5,
+             "R": RNG.standard_normal((dirs, gates * hidden, hidden)) * 0.5,
+             "B": RNG.standard_normal((dirs, 2 * gates * hidden)) * 0.3,
+             "L": np.array([5, 2, 3], np.int32), "h0": RNG.standard_normal((dirs, batch, hidden))}
+    inputs, outputs = ["x", "W", "R", "B", "L", "h0"], ["y", "yh"]
+    if op == "LSTM":
+        inits["c0"] = RNG.standard_normal((dirs, batch, hidden))
+        inputs.append("c0")
+        outputs.append("yc")
+        if peepholes:
+            inits["P"] = RNG.standard_normal((dirs, 3 * hidden))
+            inputs.append("P")
+    inits = {k: v if v.dtype == np.int32 else v.astype(np.float32) for k, v in inits.items()}
+    node = oh.make_node(op, inputs, outputs, hidden_size=hidden, **attrs)
+    model = make_model([node], [("x", F, [steps, batch, size])], outputs, inits, 14)
+    _check(runtime, model, {"x": RNG.standard_normal((steps, batch, size)).astype(np.float32)})
+
+
+def test_unknown_recurrent_activation_is_refused() -> None:
+    node = oh.make_node("RNN", ["x", "W", "R"], ["y"], hidden_size=2, activations=["Swish"])
+    inits = {"W": np.ones((1, 2, 3), np.float32), "R": np.ones((1, 2, 2), np.float32)}
+    with pytest.raises(ModelError, match="activation 'Swish' is not supported"):
+        BACKENDS["mnnpy"].prepare(make_model([node], [("x", F, [4, 1, 3])], ["y"], inits, 14))
