@@ -571,3 +571,19 @@ def test_unknown_recurrent_activation_is_refused() -> None:
     inits = {"W": np.ones((1, 2, 3), np.float32), "R": np.ones((1, 2, 2), np.float32)}
     with pytest.raises(ModelError, match="activation 'Swish' is not supported"):
         BACKENDS["mnnpy"].prepare(make_model([node], [("x", F, [4, 1, 3])], ["y"], inits, 14))
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+def test_torch_relu_rnn(runtime: str, tmp_path: Path) -> None:
+    """torch.nn.RNN(nonlinearity='relu'), 2 bidirectional layers, exported by torch.onnx (activations ['Relu'] per
+    direction), against torch itself."""
+    torch = pytest.importorskip("torch", reason="torch not installed (optional test oracle)")
+    torch.manual_seed(0)
+    module = torch.nn.RNN(4, 6, nonlinearity="relu", num_layers=2, bidirectional=True)
+    x = torch.randn(5, 3, 4)
+    path = tmp_path / "rnn.onnx"
+    torch.onnx.export(module, (x,), str(path), dynamo=False, opset_version=14)
+    model = onnx.load(str(path))
+    assert any(a.name == "activations" for n in model.graph.node if n.op_type == "RNN" for a in n.attribute)
+    got = _run(runtime, model, {model.graph.input[0].name: x.numpy()})[0]
+    assert rel_diff(got, module(x)[0].detach().numpy()) <= 1e-5
