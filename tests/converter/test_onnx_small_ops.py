@@ -587,3 +587,48 @@ def test_torch_relu_rnn(runtime: str, tmp_path: Path) -> None:
     assert any(a.name == "activations" for n in model.graph.node if n.op_type == "RNN" for a in n.attribute)
     got = _run(runtime, model, {model.graph.input[0].name: x.numpy()})[0]
     assert rel_diff(got, module(x)[0].detach().numpy()) <= 1e-5
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+@pytest.mark.parametrize(("equation", "shape"), [
+    ("ii->i", [5, 5]), ("ii", [4, 4]), ("bii->bi", [3, 4, 4]), ("ibi->b", [4, 3, 4]), ("iijj->ij", [3, 3, 2, 2]),
+    ("...ii->...i", [2, 3, 4, 4]), ("iij->ji", [3, 3, 5]),
+])
+def test_einsum_diagonal(runtime: str, equation: str, shape: list[int]) -> None:
+    """One-operand Einsum with repeated letters (diagonals, traces) against onnxruntime: the repeated axes moved
+    last, merged and read every n + 1."""
+    node = oh.make_node("Einsum", ["x"], ["y"], equation=equation)
+    model = make_model([node], [("x", F, shape)], ["y"], opset=12)
+    _check(runtime, model, {"x": RNG.standard_normal(shape).astype(np.float32)})
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+@pytest.mark.parametrize(("axis", "block"), [(1, 4), (0, 3), (-1, 5)])
+def test_blocked_quantization(runtime: str, axis: int, block: int) -> None:
+    """QuantizeLinear -> DequantizeLinear with one scale / zero point per block of `block` values along `axis`
+    (the last block short), against onnxruntime; the integer codes are compared too."""
+    shape = [6, 10, 7]
+    blocks = list(shape)
+    blocks[axis] = -(-shape[axis] // block)
+    inits = {"s": RNG.uniform(0.01, 0.05, blocks).astype(np.float32),
+             "z": RNG.integers(-20, 20, blocks).astype(np.int8)}
+    nodes = [oh.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], axis=axis, block_size=block),
+             oh.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=axis, block_size=block)]
+    model = make_model(nodes, [("x", F, shape)], [("q", TensorProto.INT8), "y"], inits, opset=21)
+    x = RNG.standard_normal(shape).astype(np.float32)
+    got, ref = _run(runtime, model, {"x": x}), run_ort(model, {"x": x})
+    np.testing.assert_array_equal(np.asarray(got[0], np.int64), ref[0].astype(np.int64))
+    assert rel_diff(got[1], ref[1]) <= 1e-6
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+def test_batch_norm_training_mode(runtime: str) -> None:
+    """Training-mode BatchNormalization: the batch's own mean / population variance, and the running statistics
+    updated with momentum, against onnxruntime."""
+    node = oh.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm", "rv"], training_mode=1,
+                        momentum=0.7, epsilon=1e-3)
+    inits = {"s": RNG.standard_normal(5), "b": RNG.standard_normal(5), "m": RNG.standard_normal(5),
+             "v": RNG.uniform(0.5, 2, 5)}
+    model = make_model([node], [("x", F, [4, 5, 6, 3])], ["y", "rm", "rv"],
+                       {k: v.astype(np.float32) for k, v in inits.items()}, opset=15)
+    _check(runtime, model, {"x": (RNG.standard_normal((4, 5, 6, 3)) * 3 + 1).astype(np.float32)})

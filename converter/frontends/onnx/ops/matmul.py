@@ -83,10 +83,34 @@ def _parse_einsum(ctx: Context, node: OnnxNode, equation: str) -> tuple[list[str
     if implicit:
         letters = "".join(terms)
         out = spare + "".join(sorted(ch for ch in set(letters) if ch.islower() and letters.count(ch) == 1))
-    if "." in "".join(terms) + out or any(len(set(t)) != len(t) for t in terms):
-        raise UseFunctionBody(f"{node.label()}: Einsum '{equation}' (a diagonal or a broken ellipsis) is not "
-                              f"supported")
+    if "." in "".join(terms) + out or len(set(out)) != len(out):
+        raise UseFunctionBody(f"{node.label()}: Einsum '{equation}' (a broken ellipsis or a repeated output letter) "
+                              f"is not supported")
     return terms, out
+
+
+def _diagonal(ctx: Context, node: OnnxNode, x: str, term: str) -> tuple[str, str]:
+    """An operand whose term repeats a letter ('ii', 'bii'), reduced to its diagonal(s): the two axes moved last,
+    merged (Reshape) and read every n + 1 (StridedSlice), so exact; the letter then appears once, last."""
+    from .shape import _strided_slice
+
+    shape = ctx.shape(x)
+    while len(set(term)) != len(term):
+        ch = next(c for c in term if term.count(c) > 1)
+        first = term.index(ch)
+        second = term.index(ch, first + 1)
+        n = None if shape is None else shape[first]
+        if n is None or shape is None or shape[second] != n:
+            raise UseFunctionBody(f"{node.label()}: an Einsum diagonal needs a static size of '{ch}'")
+        rest = [i for i in range(len(term)) if i not in (first, second)]
+        order = [*rest, first, second]
+        moved = x if order == list(range(len(term))) else ctx.permute(x, order)
+        merged = ctx.reshape(moved, [0] * len(rest) + [int(n) * int(n)])
+        x = _strided_slice(ctx, [merged, ctx.const(np.int32([0])), ctx.const(np.int32([int(n) * int(n)])),
+                                 ctx.const(np.int32([len(rest)])), ctx.const(np.int32([int(n) + 1]))])
+        term = "".join(term[i] for i in rest) + ch
+        shape = [shape[i] for i in rest] + [n]
+    return x, term
 
 
 def _einsum_by_reshape(ctx: Context, node: OnnxNode, equation: str, ta: str, tb: str, out: str) -> None:
@@ -136,10 +160,11 @@ def _permute_to(ctx: Context, x: str, have: str, want: str) -> str:
 def einsum(ctx: Context, node: OnnxNode, *, equation: str = "") -> None:
     """Einsum: one-input transposes/sums and two-input batched matmul forms (one contracted index)."""
     terms, out = _parse_einsum(ctx, node, equation)
+    if any(len(set(t)) != len(t) for t in terms) and len(terms) != 1:
+        raise UseFunctionBody(f"{node.label()}: Einsum '{equation}': diagonals are supported with one operand only")
     if len(terms) == 1:
-        term = terms[0]
+        x, term = _diagonal(ctx, node, node.inputs[0], terms[0])
         summed = [i for i, ch in enumerate(term) if ch not in out]
-        x = node.inputs[0]
         if summed:
             x = reduction(ctx, x, fb.ReductionType.SUM, summed, False)
             term = "".join(ch for ch in term if ch in out)

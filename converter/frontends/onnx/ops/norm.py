@@ -34,6 +34,27 @@ def _runtime_batch_norm(ctx: Context, node: OnnxNode, epsilon: float) -> None:
     ctx.binary(BIN.ADD, ctx.binary(BIN.MUL, centered, factor), beta, node.outputs[0])
 
 
+def _training_batch_norm(ctx: Context, node: OnnxNode, epsilon: float, momentum: float) -> None:
+    """Training-mode BatchNormalization (opset 14+): normalised by the batch's own statistics (mean and population
+    variance over every axis but 1); running_mean / running_var = input * momentum + batch's * (1 - momentum)."""
+    from .reduce import reduction
+
+    x = node.inputs[0]
+    rank = ctx.need_rank(node, x)
+    axes = [0, *range(2, rank)]
+    mean = reduction(ctx, x, fb.ReductionType.MEAN, axes, True)
+    centred = ctx.binary(BIN.SUB, x, mean)
+    var = reduction(ctx, ctx.binary(BIN.MUL, centred, centred), fb.ReductionType.MEAN, axes, True)
+    std = ctx.unary(UN.SQRT, ctx.binary(BIN.ADD, var, ctx.const(np.float32(epsilon))))
+    gamma, beta = (per_channel(ctx, node, node.inputs[i]) for i in (1, 2))
+    ctx.binary(BIN.ADD, ctx.binary(BIN.MUL, ctx.binary(BIN.REALDIV, centred, std), gamma), beta, node.outputs[0])
+    for k, batch in ((1, mean), (2, var)):
+        if len(node.outputs) > k and node.outputs[k]:
+            kept = ctx.binary(BIN.MUL, node.inputs[2 + k], ctx.const(np.float32(momentum)))
+            new = ctx.binary(BIN.MUL, ctx.reshape(batch, [-1]), ctx.const(np.float32(1 - momentum)))
+            ctx.binary(BIN.ADD, kept, new, node.outputs[k])
+
+
 @onnx_op("BatchNormalization")
 def batch_norm(ctx: Context, node: OnnxNode, *, epsilon: float = 1e-5, momentum: float = 0.9,
                spatial: int = 1, training_mode: int = 0, is_test: int = 0, consumed_inputs: list[int] | None = None
@@ -42,8 +63,11 @@ def batch_norm(ctx: Context, node: OnnxNode, *, epsilon: float = 1e-5, momentum:
 
     Run-time statistics become per-channel BinaryOps instead.
     """
+    if training_mode and ctx.opset >= 14:
+        _training_batch_norm(ctx, node, epsilon, momentum)
+        return
     if training_mode or any(name for name in node.outputs[1:]):
-        raise UseFunctionBody(f"{node.label()}: training-mode BatchNormalization is not supported")
+        raise UseFunctionBody(f"{node.label()}: training-mode BatchNormalization before opset 14 is not supported")
     if any(ctx.value(node.inputs[i]) is None for i in range(1, 5)):
         _runtime_batch_norm(ctx, node, epsilon)
         return

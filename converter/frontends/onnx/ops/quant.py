@@ -32,6 +32,23 @@ def _per_axis(ctx: Context, node: OnnxNode, param: str, x: str, axis: int) -> st
     return ctx.reshape(param, [-1] + [1] * (rank - axis - 1))
 
 
+def _blocked(ctx: Context, node: OnnxNode, param: str, x: str, axis: int, block: int) -> str:
+    """A blocked-quantization parameter (x's rank, ceil(K / block) along `axis`) repeated block by block to x's
+    size along `axis` (a GatherV2 of index // block): elementwise with x after that."""
+    shape = ctx.shape(x)
+    rank = ctx.need_rank(node, x)
+    axis %= rank
+    if shape is None or shape[axis] is None:
+        raise UseFunctionBody(f"{node.label()}: blocked quantization needs the size of axis {axis}")
+    index = ctx.const((np.arange(int(shape[axis])) // block).astype(np.int32), "block_index")
+    return ctx.out(OP.GatherV2, [param, index, ctx.const(np.int32(axis))], name="GatherV2")
+
+
+def _param(ctx: Context, node: OnnxNode, param: str, x: str, axis: int, block: int) -> str:
+    """A scale / zero point made to broadcast against x: per tensor, per axis or per block."""
+    return _blocked(ctx, node, param, x, axis, block) if block else _per_axis(ctx, node, param, x, axis)
+
+
 def _elem_type(ctx: Context, name: str, default: int) -> int:
     value = ctx.value(name)
     if value is not None:
@@ -43,13 +60,11 @@ def _elem_type(ctx: Context, name: str, default: int) -> int:
 @onnx_op("DequantizeLinear")
 def dequantize_linear(ctx: Context, node: OnnxNode, *, axis: int = 1, block_size: int = 0,
                       output_dtype: int = 0) -> None:
-    """DequantizeLinear -> (float(x) - float(zero_point)) * scale, per tensor or per axis."""
-    if block_size:
-        raise UseFunctionBody(f"{node.label()}: blocked quantization is not supported")
+    """DequantizeLinear -> (float(x) - float(zero_point)) * scale, per tensor, per axis or per block."""
     x = _cast(ctx, node.inputs[0], fb.DataType.DT_FLOAT)
-    scale = _per_axis(ctx, node, node.inputs[1], node.inputs[0], axis)
+    scale = _param(ctx, node, node.inputs[1], node.inputs[0], axis, block_size)
     if node.input(2):
-        zero = _cast(ctx, _per_axis(ctx, node, node.inputs[2], node.inputs[0], axis), fb.DataType.DT_FLOAT)
+        zero = _cast(ctx, _param(ctx, node, node.inputs[2], node.inputs[0], axis, block_size), fb.DataType.DT_FLOAT)
         x = ctx.binary(BIN.SUB, x, zero)
     ctx.binary(BIN.MUL, x, scale, node.outputs[0])
 
@@ -57,17 +72,16 @@ def dequantize_linear(ctx: Context, node: OnnxNode, *, axis: int = 1, block_size
 @onnx_op("QuantizeLinear")
 def quantize_linear(ctx: Context, node: OnnxNode, *, axis: int = 1, block_size: int = 0, output_dtype: int = 0,
                     precision: int = 0, saturate: int = 1) -> None:
-    """QuantizeLinear -> clamp(round_half_even(x / scale) + zero_point) as int32 values."""
-    if block_size:
-        raise UseFunctionBody(f"{node.label()}: blocked quantization is not supported")
+    """QuantizeLinear -> clamp(round_half_even(x / scale) + zero_point) as int32 values (per tensor, axis or
+    block)."""
     elem = output_dtype or _elem_type(ctx, node.input(2), 2)
     if elem not in _RANGES:
         raise UseFunctionBody(f"{node.label()}: quantizing to ONNX type {elem} is not supported")
     low, high = _RANGES[elem]
-    scale = _per_axis(ctx, node, node.inputs[1], node.inputs[0], axis)
+    scale = _param(ctx, node, node.inputs[1], node.inputs[0], axis, block_size)
     y = round_half_even(ctx, ctx.binary(BIN.REALDIV, node.inputs[0], scale))
     if node.input(2):
-        zero = _cast(ctx, _per_axis(ctx, node, node.inputs[2], node.inputs[0], axis), fb.DataType.DT_FLOAT)
+        zero = _cast(ctx, _param(ctx, node, node.inputs[2], node.inputs[0], axis, block_size), fb.DataType.DT_FLOAT)
         y = ctx.binary(BIN.ADD, y, zero)
     y = ctx.binary(BIN.MAXIMUM, y, ctx.const(np.float32(low)))
     y = ctx.binary(BIN.MINIMUM, y, ctx.const(np.float32(high)))
