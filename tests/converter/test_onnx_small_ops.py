@@ -632,3 +632,15 @@ def test_batch_norm_training_mode(runtime: str) -> None:
     model = make_model([node], [("x", F, [4, 5, 6, 3])], ["y", "rm", "rv"],
                        {k: v.astype(np.float32) for k, v in inits.items()}, opset=15)
     _check(runtime, model, {"x": (RNG.standard_normal((4, 5, 6, 3)) * 3 + 1).astype(np.float32)})
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+@pytest.mark.parametrize("align", [0, 1])
+@pytest.mark.parametrize("padding", ["zeros", "border"])
+def test_grid_sample_bicubic(runtime: str, align: int, padding: str) -> None:
+    """Bicubic GridSample (16 nearest samples weighted by the cubic coefficients) against onnxruntime, with grid
+    values past [-1, 1] (taps and samples outside the input)."""
+    node = oh.make_node("GridSample", ["x", "g"], ["y"], mode="cubic", align_corners=align, padding_mode=padding)
+    model = make_model([node], [("x", F, [2, 3, 7, 9]), ("g", F, [2, 5, 6, 2])], ["y"], opset=20)
+    _check(runtime, model, {"x": RNG.standard_normal((2, 3, 7, 9)).astype(np.float32),
+                            "g": RNG.uniform(-1.2, 1.2, (2, 5, 6, 2)).astype(np.float32)})

@@ -146,6 +146,9 @@ def grid_sample(ctx: Context, node: OnnxNode, *, align_corners: int = 0, mode: s
     modes = {"bilinear": fb.SampleMode.BILINEAR, "linear": fb.SampleMode.BILINEAR,
              "nearest": fb.SampleMode.NEAREST}
     pads = {"zeros": fb.BorderMode.ZEROS, "border": fb.BorderMode.CLAMP, "reflection": fb.BorderMode.REFLECTION}
+    if mode in ("cubic", "bicubic") and padding_mode in ("zeros", "border") and ctx.rank(node.inputs[0]) == 4:
+        _bicubic_grid_sample(ctx, node, bool(align_corners), padding_mode)
+        return
     if mode not in modes or padding_mode not in pads or ctx.rank(node.inputs[0]) not in (None, 4, 5):
         raise UseFunctionBody(f"{node.label()}: mode '{mode}' / padding '{padding_mode}' / rank is not supported")
     param = fb.GridSampleT()
@@ -153,6 +156,88 @@ def grid_sample(ctx: Context, node: OnnxNode, *, align_corners: int = 0, mode: s
     param.paddingMode = pads[padding_mode]
     param.alignCorners = bool(align_corners)
     ctx.emit(OP.GridSample, [node.inputs[0], node.inputs[1]], node.outputs, PARAM.GridSample, param, name=node.name)
+
+
+def _bicubic_grid_sample(ctx: Context, node: OnnxNode, align_corners: bool, padding_mode: str) -> None:
+    """2-D bicubic GridSample (MNN's GridSample has no cubic mode): the sample's 4 x 4 neighbourhood read by 16
+    nearest-mode GridSamples at whole pixel positions (zeros outside the input, or positions clamped into it for
+    padding 'border'), weighted by the cubic convolution coefficients (a = -0.75) of the sample's fractional
+    position. With 'border' only the taps are clamped, as onnxruntime and PyTorch do; the ONNX reference also clamps
+    a sample position outside the border first (the node suite has no such case)."""
+    x, grid = node.inputs[0], node.inputs[1]
+    shape = ctx.shape(x)
+    if shape is None or shape[2] is None or shape[3] is None:
+        raise UseFunctionBody(f"{node.label()}: bicubic GridSample needs the input's height and width")
+    sizes = {"x": int(shape[3]), "y": int(shape[2])}
+
+    def const(v: float) -> str:
+        return ctx.const(np.float32(v))
+
+    def coord(axis: int) -> str:
+        """The sample position in pixels along grid component `axis` (0: x, 1: y), [N, Ho, Wo]."""
+        size = sizes["xy"[axis]]
+        g = ctx.out(OP.GatherV2, [grid, ctx.const(np.int32(axis)), ctx.const(np.int32(3))], name="GatherV2")
+        if align_corners:
+            pos = ctx.binary(BIN.MUL, ctx.binary(BIN.ADD, g, const(1)), const((size - 1) / 2))
+        else:
+            pos = ctx.binary(BIN.MUL, ctx.binary(BIN.SUB, ctx.binary(BIN.MUL, ctx.binary(BIN.ADD, g, const(1)),
+                                                                     const(size)), const(1)), const(0.5))
+        return pos
+
+    def weights(frac: str) -> list[str]:
+        """Cubic coefficients of the taps at -1, 0, 1, 2 from the sample, [N, 1, Ho, Wo] each."""
+        a = -0.75
+        out = []
+        for offset in (-1, 0, 1, 2):
+            d = ctx.unary(UN.ABS, ctx.binary(BIN.SUB, frac, const(offset)))
+            d2 = ctx.binary(BIN.MUL, d, d)
+            d3 = ctx.binary(BIN.MUL, d2, d)
+            if offset in (0, 1):  # (a + 2) d^3 - (a + 3) d^2 + 1
+                w = ctx.binary(BIN.ADD, ctx.binary(BIN.SUB, ctx.binary(BIN.MUL, d3, const(a + 2)),
+                                                   ctx.binary(BIN.MUL, d2, const(a + 3))), const(1))
+            else:  # a d^3 - 5a d^2 + 8a d - 4a
+                w = ctx.binary(BIN.SUB, ctx.binary(BIN.ADD, ctx.binary(BIN.SUB, ctx.binary(BIN.MUL, d3, const(a)),
+                                                                       ctx.binary(BIN.MUL, d2, const(5 * a))),
+                                                   ctx.binary(BIN.MUL, d, const(8 * a))), const(4 * a))
+            out.append(ctx.squeeze(w, [1], unsqueeze=True))
+        return out
+
+    def normalised(index: str, size: int) -> str:
+        """The grid value of a whole pixel position (border: clamped into the input first)."""
+        if padding_mode == "border":
+            index = ctx.binary(BIN.MINIMUM, ctx.binary(BIN.MAXIMUM, index, const(0)), const(size - 1))
+        if align_corners:
+            return ctx.binary(BIN.SUB, ctx.binary(BIN.MUL, index, const(2 / (size - 1) if size > 1 else 0)),
+                              const(1))
+        return ctx.binary(BIN.SUB, ctx.binary(BIN.MUL, ctx.binary(BIN.ADD, ctx.binary(BIN.MUL, index, const(2)),
+                                                                  const(1)), const(1 / size)), const(1))
+
+    px, py = coord(0), coord(1)
+    x0, y0 = ctx.unary(UN.FLOOR, px), ctx.unary(UN.FLOOR, py)
+    wx, wy = weights(ctx.binary(BIN.SUB, px, x0)), weights(ctx.binary(BIN.SUB, py, y0))
+    param = fb.GridSampleT()
+    param.mode = fb.SampleMode.NEAREST
+    param.paddingMode = fb.BorderMode.ZEROS
+    param.alignCorners = align_corners
+    total = ""
+    for j in range(4):
+        gy = ctx.squeeze(normalised(ctx.binary(BIN.ADD, y0, const(j - 1)), sizes["y"]), [3], unsqueeze=True)
+        row = ""
+        for i in range(4):
+            gx = ctx.squeeze(normalised(ctx.binary(BIN.ADD, x0, const(i - 1)), sizes["x"]), [3], unsqueeze=True)
+            tap_grid = ctx.out(OP.Concat, [gx, gy], None, PARAM.Axis, _axis(3), name="Concat")
+            tap = ctx.out(OP.GridSample, [x, tap_grid], None, PARAM.GridSample, param, name="GridSample")
+            tap = ctx.binary(BIN.MUL, tap, wx[i])
+            row = tap if not row else ctx.binary(BIN.ADD, row, tap)
+        row = ctx.binary(BIN.MUL, row, wy[j])
+        last = node.outputs[0] if j == 3 else None
+        total = row if not total else ctx.binary(BIN.ADD, total, row, last)
+
+
+def _axis(axis: int) -> fb.AxisT:
+    param = fb.AxisT()
+    param.axis = axis
+    return param
 
 
 @onnx_op("RoiAlign", since=10)
