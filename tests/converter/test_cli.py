@@ -12,7 +12,7 @@ from mnnpy.schema import mnn_generated as fb
 
 from mnnpy.cli.main import main
 
-from .helpers import F, TensorProto, make_model, oh, onnx, run_mnn, run_ort
+from .helpers import F, make_model, oh, onnx, run_mnn, run_ort
 from .models import resnet_block_model
 
 
@@ -126,11 +126,13 @@ def test_framework_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_every_unconvertible_node_is_listed(tmp_path: Path) -> None:
-    nodes = [oh.make_node("MaxPool", ["x"], ["a", "i"], kernel_shape=[2, 2], name="pool_indices"),
+    nodes = [oh.make_node("GridSample", ["x", "g"], ["a"], mode="cubic", padding_mode="reflection",
+                          name="grid_reflect"),
              oh.make_node("Pad", ["a", "p"], ["y"], mode="wrap", name="pad_wrap")]
     wide = np.array([0, 0, 9, 0, 0, 0, 0, 0], np.int64)  # wrap pads past the dim size (4) are not converted
-    model = make_model(nodes, [("x", F, [1, 3, 8, 8])], ["y", ("i", TensorProto.INT64)], {"p": wide}, opset=19)
+    grid = np.zeros((1, 4, 4, 2), np.float32)  # bicubic GridSample converts with zeros / border padding only
+    model = make_model(nodes, [("x", F, [1, 3, 8, 8])], ["y"], {"p": wide, "g": grid}, opset=19)
     with pytest.raises(ConvertError) as info:
         convert(_save(model, tmp_path / "m.onnx"), tmp_path / "m.mnn")
-    assert "pool_indices" in str(info.value) and "pad_wrap" in str(info.value) and "2 ONNX nodes" in str(info.value)
+    assert "grid_reflect" in str(info.value) and "pad_wrap" in str(info.value) and "2 ONNX nodes" in str(info.value)
     assert not (tmp_path / "m.mnn").exists()
