@@ -54,6 +54,12 @@ class EmitContext:
             param.T = fb.DataType.DT_FLOAT
         return self.single(fb.OpType.UnaryOp, [x], output, fb.OpParameter.UnaryOp, param, "UnaryOp")
 
+    def cast(self, x: str, dtype: int, output: str | None = None) -> str:
+        """Cast(x) to `dtype` from fb.DataType."""
+        param = fb.CastParamT()
+        param.dstT = dtype
+        return self.single(fb.OpType.Cast, [x], output, fb.OpParameter.CastParam, param, "Cast")
+
     def permute(self, x: str, perm: list[int], output: str | None = None) -> str:
         """Permute(x) with a constant permutation."""
         param = fb.PermuteT()

@@ -257,22 +257,16 @@ def max_unpool(ctx: Context, node: OnnxNode, *, kernel_shape: list[int] | None =
         output_shape = ctx.const(np.asarray(dims, np.int32), "output_shape")
         total = ctx.const(np.asarray([np.prod(dims)], np.int32), "total")
     else:
-        output_shape = ctx.out(OP.Cast, [output_shape], None, PARAM.CastParam, _int32(), name="Cast")
+        output_shape = ctx.cast(output_shape, fb.DataType.DT_INT32)
         reduce = fb.ReductionParamT()
         reduce.operation = fb.ReductionType.PROD
         reduce.dim = [0]
         reduce.keepDims = True
         total = ctx.out(OP.Reduction, [output_shape], None, PARAM.ReductionParam, reduce, name="Reduction")
-    flat_index = ctx.reshape(ctx.out(OP.Cast, [indices], None, PARAM.CastParam, _int32(), name="Cast"), [-1, 1])
+    flat_index = ctx.reshape(ctx.cast(indices, fb.DataType.DT_INT32), [-1, 1])
     values = ctx.reshape(x, [-1])
     scattered = ctx.out(OP.ScatterNd, [flat_index, values, total], name="ScatterNd")
     ctx.reshape(scattered, output_shape, node.outputs[0])
-
-
-def _int32() -> fb.CastParamT:
-    param = fb.CastParamT()
-    param.dstT = fb.DataType.DT_INT32
-    return param
 
 
 @onnx_op("AveragePool")

@@ -73,7 +73,7 @@ class _Rnn:
         self.funcs = _activations(ctx, node, self.dirs, *acts)
         self.lengths = None
         if node.input(4):  # [batch, 1] int32, compared with each step's index
-            lengths = ctx.out(OP.Cast, [node.input(4)], None, PARAM.CastParam, _int32(), name="Cast")
+            lengths = ctx.cast(node.input(4), fb.DataType.DT_INT32)
             self.lengths = ctx.reshape(lengths, [-1, 1])
 
     def act(self, d: int, k: int, x: str) -> str:
@@ -219,12 +219,6 @@ def _activate(ctx: Context, key: str, alpha: float, beta: float, x: str) -> str:
     else:  # thresholdedrelu: x where x > alpha (ONNX's op; the RNN doc's ">=" differs only at x == alpha)
         return ctx.out(OP.Select, [ctx.binary(BIN.GREATER, x, const(alpha)), x, const(0)], name="Select")
     return ctx.out(OP.Select, [ctx.binary(BIN.GREATER_EQUAL, x, const(0)), x, below], name="Select")
-
-
-def _int32() -> fb.CastParamT:
-    param = fb.CastParamT()
-    param.dstT = fb.DataType.DT_INT32
-    return param
 
 
 def _peepholes(ctx: Context, rnn: _Rnn, d: int) -> list[str] | None:

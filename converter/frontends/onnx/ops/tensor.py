@@ -372,7 +372,7 @@ def tensor_scatter(ctx: Context, node: OnnxNode, *, axis: int = -2, mode: str = 
     outer = int(np.prod(dims[axis + 1:], dtype=np.int64))
     positions = ctx.const(np.arange(length, dtype=np.int32).reshape(1, length), "positions")
     if where:
-        start = ctx.reshape(ctx.out(OP.Cast, [where], None, PARAM.CastParam, _cast_int32(), name="Cast"), [batch, 1])
+        start = ctx.reshape(ctx.cast(where, fb.DataType.DT_INT32), [batch, 1])
         rel = ctx.binary(BIN.SUB, positions, start)  # [B, L]: the update row each cache position takes
     else:
         rel = ctx.binary(BIN.ADD, positions, ctx.const(np.zeros((batch, 1), np.int32)))
@@ -391,9 +391,3 @@ def tensor_scatter(ctx: Context, node: OnnxNode, *, axis: int = -2, mode: str = 
     kept = ctx.out(OP.Select, [ctx.reshape(hit, [batch, 1, length, 1]), rows,
                                ctx.reshape(cache, [batch, inner, length, outer])], name="Select")
     ctx.reshape(kept, dims, node.outputs[0])
-
-
-def _cast_int32() -> fb.CastParamT:
-    param = fb.CastParamT()
-    param.dstT = fb.DataType.DT_INT32
-    return param
