@@ -295,3 +295,40 @@ def test_grid_sample_bicubic(runtime: str, align: int, padding: str) -> None:
     model = make_model([node], [("x", F, [2, 3, 7, 9]), ("g", F, [2, 5, 6, 2])], ["y"], opset=20)
     _check(runtime, model, {"x": RNG.standard_normal((2, 3, 7, 9)).astype(np.float32),
                             "g": RNG.uniform(-1.2, 1.2, (2, 5, 6, 2)).astype(np.float32)})
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+@pytest.mark.parametrize("attrs", [{}, {"strides": [2, 3]}, {"pads": [1, 0, 2, 1], "dilations": [2, 1]},
+                                   {"strides": [2, 2], "pads": [1, 1, 1, 1]}])
+def test_col2im(runtime: str, attrs: dict[str, Any]) -> None:
+    """Col2Im as a grouped one-hot ConvTranspose (overlapping blocks summed, image rows no block reaches left
+    zero), against onnxruntime; image_shape / block_shape are initializers, as torch.nn.Fold exports them."""
+    image, block = [9, 10], [3, 2]
+    strides, dilations = attrs.get("strides", [1, 1]), attrs.get("dilations", [1, 1])
+    pads = attrs.get("pads", [0, 0, 0, 0])
+    grid = [(image[i] + pads[i] + pads[i + 2] - (block[i] - 1) * dilations[i] - 1) // strides[i] + 1 for i in (0, 1)]
+    shape = [2, 4 * block[0] * block[1], grid[0] * grid[1]]
+    node = oh.make_node("Col2Im", ["x", "image", "block"], ["y"], **attrs)
+    model = make_model([node], [("x", F, shape)], ["y"], {"image": np.array(image, np.int64),
+                                                         "block": np.array(block, np.int64)}, opset=18)
+    _check(runtime, model, {"x": RNG.standard_normal(shape).astype(np.float32)})
+
+
+@pytest.mark.parametrize("runtime", ["mnnpy", "official"])
+@pytest.mark.parametrize(("group", "ic", "oc", "attrs"), [
+    (4, 24, 4, {}), (4, 24, 8, {"strides": [2, 2], "pads": [1, 0, 1, 1]}), (2, 4, 2, {}),
+    (4, 8, 4, {"strides": [2, 2], "output_padding": [1, 0]}), (4, 4, 4, {}),
+])
+@pytest.mark.parametrize("const_weights", [True, False])
+def test_grouped_conv_transpose(runtime: str, group: int, ic: int, oc: int, attrs: dict[str, Any],
+                                const_weights: bool) -> None:
+    """Grouped ConvTranspose that is not depthwise: one Deconvolution per group between a Slice and a Concat
+    (official MNN's grouped Deconvolution read garbage: 1e33 off before), constant or run-time weights."""
+    values = {"x": RNG.standard_normal((2, ic, 7, 9)), "w": RNG.standard_normal((ic, oc // group, 3, 2)),
+              "b": RNG.standard_normal(oc)}
+    values = {k: v.astype(np.float32) for k, v in values.items()}
+    node = oh.make_node("ConvTranspose", ["x", "w", "b"], ["y"], group=group, **attrs)
+    feeds = ["x"] if const_weights else ["x", "w", "b"]
+    inits = {k: values[k] for k in ("w", "b")} if const_weights else {}
+    model = make_model([node], [(k, F, list(values[k].shape)) for k in feeds], ["y"], inits, 13)
+    _check(runtime, model, {k: values[k] for k in feeds})

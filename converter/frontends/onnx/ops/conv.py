@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import NamedTuple
 
 import numpy as np
@@ -86,13 +87,14 @@ def _dynamic_conv(ctx: Context, node: OnnxNode, op_type: int, auto_pad: str, dil
                       _to_2d(strides, 1, True), _to_2d(output_padding, 0, True))
         ctx.squeeze(out, [3], output=node.outputs[0])
         return
-    if group > 1 and op_type == OP.Convolution:
-        _grouped_dynamic_conv(ctx, node, auto_pad, dilations, group, kernel_shape, pads, strides)
-        return
     if op_type == OP.Convolution:
         oc, ic = int(w_shape[0]), int(w_shape[1]) * group
     else:
         ic, oc = int(w_shape[0]), int(w_shape[1]) * group
+    if group > 1 and not (op_type == OP.Deconvolution and group == ic == oc):
+        _grouped_dynamic_conv(ctx, node, op_type, auto_pad, dilations, group, kernel_shape, pads, strides,
+                              output_padding)
+        return
     kernel = [int(k) for k in (kernel_shape or w_shape[2:])]
     if auto_pad == "SAME_LOWER":
         explicit = same_lower_pads(ctx, node.inputs[0], kernel, strides, dilations)
@@ -104,8 +106,8 @@ def _dynamic_conv(ctx: Context, node: OnnxNode, op_type: int, auto_pad: str, dil
             common.pads = [0, 0, 0, 0]
         if output_padding is not None:
             common.outPads = list(output_padding)
-    if op_type == OP.Deconvolution and group > 1 and group == ic == oc:
-        op_type = OP.DeconvolutionDepthwise  # as MNNConvert; grouped multi-input Deconvolution is wrong in MNN
+    if op_type == OP.Deconvolution and group > 1:
+        op_type = OP.DeconvolutionDepthwise  # group == ic == oc here (others split above), as MNNConvert
     param = fb.Convolution2DT()
     param.common = common
     inputs = [node.inputs[0], node.inputs[1]]
@@ -114,9 +116,11 @@ def _dynamic_conv(ctx: Context, node: OnnxNode, op_type: int, auto_pad: str, dil
     ctx.emit(op_type, inputs, node.outputs, PARAM.Convolution2D, param, name=node.name)
 
 
-def _grouped_dynamic_conv(ctx: Context, node: OnnxNode, auto_pad: str, dilations: list[int] | None, group: int,
-                          kernel_shape: list[int] | None, pads: list[int] | None, strides: list[int] | None) -> None:
-    """MNN 3.6.1 computes grouped multi-input convolutions wrongly: split into `group` convolutions + Concat."""
+def _grouped_dynamic_conv(ctx: Context, node: OnnxNode, op_type: int, auto_pad: str, dilations: list[int] | None,
+                          group: int, kernel_shape: list[int] | None, pads: list[int] | None,
+                          strides: list[int] | None, output_padding: list[int] | None) -> None:
+    """MNN 3.6.1 computes grouped multi-input (de)convolutions wrongly (not depthwise ones): split into `group`
+    of them + Concat. The weight splits on axis 0 for both (Conv [oc, ic/g, ..], ConvTranspose [ic, oc/g, ..])."""
     param = fb.SliceT()
     param.axis = 1
     param.sourceType = fb.NetSource.TORCH
@@ -137,7 +141,7 @@ def _grouped_dynamic_conv(ctx: Context, node: OnnxNode, auto_pad: str, dilations
         ctx.shapes[ws[g]] = [w_shape[0] // group, *w_shape[1:]]
         inputs = [xs[g], ws[g]] + ([bs[g]] if bs else [])
         inner = OnnxNode(out, node.op_type, inputs, [out], node.domain, node.source_name)
-        _dynamic_conv(ctx, inner, OP.Convolution, auto_pad, dilations, 1, kernel_shape, pads, strides)
+        _dynamic_conv(ctx, inner, op_type, auto_pad, dilations, 1, kernel_shape, pads, strides, output_padding)
         outs.append(out)
     axis = fb.AxisT()
     axis.axis = 1
@@ -180,14 +184,44 @@ def _emit_conv(ctx: Context, node: OnnxNode, weight: np.ndarray, bias_value: np.
         common.pads = [0, 0, 0, 0]
     if transposed and attrs.output_padding is not None:
         common.outPads = list(_to_2d(attrs.output_padding, 0, rank1d) or [])
-    param = fb.Convolution2DT()
-    param.common = common
-    param.weight = weight.astype(np.float32).ravel()
-    param.bias = (np.zeros(oc, np.float32) if bias_value is None else bias_value.astype(np.float32)).ravel()
+    bias = (np.zeros(oc, np.float32) if bias_value is None else bias_value.astype(np.float32)).ravel()
     depthwise = attrs.group > 1 and attrs.group == ic == oc
-    ctx.emit(op_types[depthwise], [x], [out], PARAM.Convolution2D, param, name=node.name)
+    if transposed and attrs.group > 1 and not depthwise:
+        _grouped_deconv(ctx, node, x, out, weight, bias, common)
+    else:
+        param = fb.Convolution2DT()
+        param.common = common
+        param.weight = weight.astype(np.float32).ravel()
+        param.bias = bias
+        ctx.emit(op_types[depthwise], [x], [out], PARAM.Convolution2D, param, name=node.name)
     if rank1d:
         ctx.squeeze(out, [3], output=node.outputs[0])
+
+
+def _grouped_deconv(ctx: Context, node: OnnxNode, x: str, out: str, weight: np.ndarray, bias: np.ndarray,
+                    common: fb.Convolution2DCommonT) -> None:
+    """A grouped, not depthwise, transposed convolution as one Deconvolution per group between a channel Slice and
+    a Concat, as MNNConvert writes it: official MNN's Deconvolution computes garbage with group > 1 (measured: 1e33
+    off onnxruntime at group 4, 8 -> 4 channels), mnnpy's runtime takes either form."""
+    groups = int(common.group)
+    icg, ocg = weight.shape[0] // groups, weight.shape[1]
+    split = fb.SliceT()
+    split.axis = 1
+    split.sourceType = fb.NetSource.TORCH
+    parts = [ctx.graph.unique_name(f"{x}_group") for _ in range(groups)]
+    ctx.emit(OP.Slice, [x], parts, PARAM.Slice, split)
+    outs = []
+    for g, part in enumerate(parts):
+        one = copy.copy(common)
+        one.group, one.inputCount, one.outputCount = 1, icg, ocg
+        param = fb.Convolution2DT()
+        param.common = one
+        param.weight = weight[g * icg:(g + 1) * icg].astype(np.float32).ravel()
+        param.bias = bias[g * ocg:(g + 1) * ocg]
+        outs.append(ctx.out(OP.Deconvolution, [part], None, PARAM.Convolution2D, param, name=f"{node.name}_g{g}"))
+    concat = fb.AxisT()
+    concat.axis = 1
+    ctx.emit(OP.Concat, outs, [out], PARAM.Axis, concat, name=node.name)
 
 
 @onnx_op("Conv")

@@ -83,3 +83,40 @@ def deform_conv(ctx: Context, node: OnnxNode, *, dilations: list[int] | None = N
         return
     y = ctx.reshape(y, [n, oc, oh, ow])
     ctx.binary(BIN.ADD, y, ctx.reshape(bias, [1, oc, 1, 1]), node.outputs[0])
+
+
+@onnx_op("Col2Im", since=18)
+def col2im(ctx: Context, node: OnnxNode, *, dilations: list[int] | None = None, pads: list[int] | None = None,
+           strides: list[int] | None = None) -> None:
+    """Col2Im (2-D; what torch.nn.Fold exports) -> a grouped ConvTranspose whose weights are one-hot: the columns
+    [N, C * K, L] seen as [N, C * K, bH, bW] (the block grid), each channel's K block positions spread back to
+    their pixels and overlaps summed. image_shape and block_shape must be constants, the input's shape static."""
+    from .conv import conv_transpose
+
+    image, block = ctx.value(node.inputs[1]), ctx.value(node.inputs[2])
+    shape = ctx.shape(node.inputs[0])
+    if image is None or block is None or image.size != 2 or shape is None or None in shape or len(shape) != 3:
+        raise UseFunctionBody(f"{node.label()}: only 2-D Col2Im with constant image_shape / block_shape and a static "
+                              f"input shape is supported")
+    (h, w), (kh, kw) = (int(v) for v in image), (int(v) for v in block)
+    sh, sw = strides or [1, 1]
+    dh, dw = dilations or [1, 1]
+    top, left, bottom, right = pads or [0, 0, 0, 0]
+    rows = (h + top + bottom - (kh - 1) * dh - 1) // sh + 1
+    cols = (w + left + right - (kw - 1) * dw - 1) // sw + 1
+    n, ck, length = (int(v) for v in shape)
+    taps = kh * kw
+    if rows < 1 or cols < 1 or rows * cols != length or ck % taps:
+        raise UseFunctionBody(f"{node.label()}: input {shape} does not hold {taps}-position blocks over a "
+                              f"{rows} x {cols} grid of a {h} x {w} image")
+    channels = ck // taps
+    weight = np.zeros((ck, 1, kh, kw), np.float32)
+    weight[np.arange(ck), 0, (np.arange(ck) % taps) // kw, np.arange(ck) % kw] = 1.0
+    grid = ctx.reshape(node.inputs[0], [n, ck, rows, cols])
+    extra = [h + top + bottom - ((rows - 1) * sh + (kh - 1) * dh + 1),
+             w + left + right - ((cols - 1) * sw + (kw - 1) * dw + 1)]  # image rows / columns no block reaches
+    spread = OnnxNode(node.name, "ConvTranspose", [grid, ctx.const(weight, "col2im_onehot")], list(node.outputs),
+                      source_name=node.source_name)
+    ctx.shapes[grid] = [n, ck, rows, cols]
+    conv_transpose(ctx, spread, dilations=[dh, dw], group=channels, kernel_shape=[kh, kw],
+                   output_padding=extra if any(extra) else None, pads=[top, left, bottom, right], strides=[sh, sw])
