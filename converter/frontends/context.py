@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
@@ -73,3 +74,38 @@ class EmitContext:
         param.dimType = self.reshape_format
         shape_name = shape if isinstance(shape, str) else self.const(np.asarray(shape, np.int32), "shape")
         return self.single(fb.OpType.Reshape, [x, shape_name], output, fb.OpParameter.Reshape, param, "Reshape")
+
+    def deconvolution(self, x: str, out: str, weight: np.ndarray, bias: np.ndarray, common: Any, name: str) -> None:
+        """A transposed convolution with constant weights ([ic, oc/group, kh, kw]) and its common parameters:
+        Deconvolution, DeconvolutionDepthwise when group == ic == oc > 1, and otherwise, with group > 1, one
+        Deconvolution per group between a channel Slice and a Concat, as MNNConvert writes it (official MNN 3.6.1's
+        grouped Deconvolution computes garbage: 1e33 off onnxruntime at group 4, 8 -> 4 channels)."""
+        groups, ic, oc = int(common.group), int(common.inputCount), int(common.outputCount)
+        weight = np.asarray(weight, np.float32)
+        bias = np.asarray(bias, np.float32).ravel()
+
+        def one(src: str, dst: str | None, part: Any, w: np.ndarray, b: np.ndarray, op_type: int, label: str) -> str:
+            param = fb.Convolution2DT()
+            param.common, param.weight, param.bias = part, w.ravel(), b
+            return self.emit(op_type, [src], None if dst is None else [dst], fb.OpParameter.Convolution2D, param,
+                             name=label).outputs[0]
+
+        if groups <= 1 or groups == ic == oc:
+            kind = fb.OpType.DeconvolutionDepthwise if groups > 1 else fb.OpType.Deconvolution
+            one(x, out, common, weight, bias, kind, name)
+            return
+        icg, ocg = ic // groups, oc // groups
+        split = fb.SliceT()
+        split.axis = 1
+        split.sourceType = fb.NetSource.TORCH
+        parts = [self.graph.unique_name(f"{x}_group") for _ in range(groups)]
+        self.emit(fb.OpType.Slice, [x], parts, fb.OpParameter.Slice, split)
+        outs = []
+        for g, src in enumerate(parts):
+            part = copy.copy(common)
+            part.group, part.inputCount, part.outputCount = 1, icg, ocg
+            outs.append(one(src, None, part, weight[g * icg:(g + 1) * icg], bias[g * ocg:(g + 1) * ocg],
+                            fb.OpType.Deconvolution, f"{name}_g{g}"))
+        concat = fb.AxisT()
+        concat.axis = 1
+        self.emit(fb.OpType.Concat, outs, [out], fb.OpParameter.Axis, concat, name=name)

@@ -49,6 +49,26 @@ layer { name: "up" type: "Deconvolution" bottom: "pr" top: "up"
     check(_net([1, 6, 9, 9], body), weights, {"data": x}, {"g": g, "pr": d, "up": up}, tmp_path)
 
 
+def test_grouped_deconvolution(tmp_path: Path) -> None:
+    """Deconvolution with group 2 (3 -> 2 channels per group, not depthwise) and a bias: one Deconvolution per group
+    in the file (official MNN's grouped Deconvolution computes garbage); mnnpy, official MNN and OpenCV against
+    numpy."""
+    x = _x(1, 6, 5, 4)
+    w, b = _x(6, 2, 3, 3), _x(4)
+    body = """
+layer { name: "up" type: "Deconvolution" bottom: "data" top: "up"
+  convolution_param { num_output: 4 kernel_size: 3 stride: 2 group: 2 } }
+"""
+    up = np.zeros((1, 4, 11, 9))
+    for g in range(2):
+        for i in range(3):
+            for j in range(3):
+                up[:, 2 * g:2 * g + 2, i:i + 9:2, j:j + 7:2] += np.einsum("nchw,co->nohw", x[:, 3 * g:3 * g + 3],
+                                                                           w[3 * g:3 * g + 3, :, i, j])
+    up += b.reshape(1, -1, 1, 1)
+    check(_net([1, 6, 5, 4], body), {"up": [w, b]}, {"data": x}, {"up": up}, tmp_path)
+
+
 def test_pooling_ceil_mode_and_average_padding(tmp_path: Path) -> None:
     x = _x(1, 5, 10, 10)
     body = """

@@ -61,7 +61,8 @@ def convolution(ctx: Context, layer: Layer) -> None:
 
 @caffe_layer("Deconvolution")
 def deconvolution(ctx: Context, layer: Layer) -> None:
-    """Deconvolution (weights [ic, oc/group, kh, kw]) -> Deconvolution (DeconvolutionDepthwise when depthwise)."""
+    """Deconvolution (weights [ic, oc/group, kh, kw]) -> Deconvolution (DeconvolutionDepthwise when depthwise, one
+    per group when grouped otherwise: ``EmitContext.deconvolution``)."""
     weight = layer.blob(0, "weight")
     p = layer.proto.convolution_param
     group = int(p.group)
@@ -69,8 +70,8 @@ def deconvolution(ctx: Context, layer: Layer) -> None:
         raise ConvertError(f"{layer.label()}: expected a 4-D weight blob, got {weight.shape}")
     ic, oc = weight.shape[0], int(p.num_output) or weight.shape[1] * group
     common = _common(layer, oc, ic)
-    depthwise = group > 1 and group == ic == oc
-    _emit(ctx, layer, OP.DeconvolutionDepthwise if depthwise else OP.Deconvolution, common, weight)
+    bias = layer.blob(1, "bias") if p.bias_term else np.zeros(oc, np.float32)
+    ctx.deconvolution(ctx.x(layer), ctx.top(layer), weight, bias, common, layer.name)
 
 
 @caffe_layer("InnerProduct")

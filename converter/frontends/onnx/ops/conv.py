@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from typing import NamedTuple
 
 import numpy as np
@@ -185,43 +184,17 @@ def _emit_conv(ctx: Context, node: OnnxNode, weight: np.ndarray, bias_value: np.
     if transposed and attrs.output_padding is not None:
         common.outPads = list(_to_2d(attrs.output_padding, 0, rank1d) or [])
     bias = (np.zeros(oc, np.float32) if bias_value is None else bias_value.astype(np.float32)).ravel()
-    depthwise = attrs.group > 1 and attrs.group == ic == oc
-    if transposed and attrs.group > 1 and not depthwise:
-        _grouped_deconv(ctx, node, x, out, weight, bias, common)
+    if transposed:
+        ctx.deconvolution(x, out, weight, bias, common, node.name)
     else:
         param = fb.Convolution2DT()
         param.common = common
         param.weight = weight.astype(np.float32).ravel()
         param.bias = bias
+        depthwise = attrs.group > 1 and attrs.group == ic == oc
         ctx.emit(op_types[depthwise], [x], [out], PARAM.Convolution2D, param, name=node.name)
     if rank1d:
         ctx.squeeze(out, [3], output=node.outputs[0])
-
-
-def _grouped_deconv(ctx: Context, node: OnnxNode, x: str, out: str, weight: np.ndarray, bias: np.ndarray,
-                    common: fb.Convolution2DCommonT) -> None:
-    """A grouped, not depthwise, transposed convolution as one Deconvolution per group between a channel Slice and
-    a Concat, as MNNConvert writes it: official MNN's Deconvolution computes garbage with group > 1 (measured: 1e33
-    off onnxruntime at group 4, 8 -> 4 channels), mnnpy's runtime takes either form."""
-    groups = int(common.group)
-    icg, ocg = weight.shape[0] // groups, weight.shape[1]
-    split = fb.SliceT()
-    split.axis = 1
-    split.sourceType = fb.NetSource.TORCH
-    parts = [ctx.graph.unique_name(f"{x}_group") for _ in range(groups)]
-    ctx.emit(OP.Slice, [x], parts, PARAM.Slice, split)
-    outs = []
-    for g, part in enumerate(parts):
-        one = copy.copy(common)
-        one.group, one.inputCount, one.outputCount = 1, icg, ocg
-        param = fb.Convolution2DT()
-        param.common = one
-        param.weight = weight[g * icg:(g + 1) * icg].astype(np.float32).ravel()
-        param.bias = bias[g * ocg:(g + 1) * ocg]
-        outs.append(ctx.out(OP.Deconvolution, [part], None, PARAM.Convolution2D, param, name=f"{node.name}_g{g}"))
-    concat = fb.AxisT()
-    concat.axis = 1
-    ctx.emit(OP.Concat, outs, [out], PARAM.Axis, concat, name=node.name)
 
 
 @onnx_op("Conv")
