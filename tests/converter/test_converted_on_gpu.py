@@ -1,6 +1,7 @@
 """This session's multi-op conversions (Resize tables, DeformConv, MaxPool indices, bicubic GridSample, grouped
 ConvTranspose, recurrent sequence_lens + clip) run on the OpenCL and Vulkan backends (PoCL / lavapipe in CI), each
-op natively or on the CPU backup as MNN schedules it, against onnxruntime."""
+op natively or on the CPU backup as MNN schedules it, against onnxruntime. The GPU runs happen in a child process
+(`support.isolated`: PoCL and lavapipe share LLVM in one process)."""
 
 from __future__ import annotations
 
@@ -47,7 +48,8 @@ def _cases() -> dict[str, tuple[Any, dict[str, np.ndarray]]]:
 
 @pytest.mark.parametrize("backend", ["opencl", "vulkan"])
 def test_converted_ops_on_gpu_backends(backend: str, tmp_path: Path) -> None:
-    from support.runners import require_backend, run
+    from support.isolated import run_isolated
+    from support.runners import require_backend
 
     require_backend(backend)
     for name, (model, feeds) in _cases().items():
@@ -55,6 +57,7 @@ def test_converted_ops_on_gpu_backends(backend: str, tmp_path: Path) -> None:
         onnx.save(model, str(src))
         convert(str(src), str(dst))
         outputs = [o.name for o in model.graph.output]
-        got = run(dst, feeds, outputs, config={"backend": backend}, dim=None)
+        got = run_isolated({"kind": "session", "path": str(dst), "backend": backend, "outputs": outputs,
+                            "runs": [feeds]})["runs"][0]
         for out, ref in zip(outputs, run_ort(model, feeds), strict=True):
             assert rel_diff(got[out], ref) <= 1e-5, f"{name} {out} on {backend}"

@@ -1,6 +1,6 @@
 // Batched matrix product on plain buffers: C[b, m, n] = sum_k A[b, m, k] * B[b, k, n] (+ bias[n]).
-// sa = (batch stride, m stride, k stride), sb = (batch stride, k stride, n stride); a stride of 0 broadcasts.
-// mnk = (M, N, K, has_bias). One work item computes a 4 x 4 block: rows 4*gid(1).., columns 4*gid(0)..
+// sa = (batch stride, m stride, k stride, batch count), sb = (batch stride, k stride, n stride); a stride of 0
+// broadcasts. mnk = (M, N, K, has_bias). One work item computes a 4 x 4 block: rows 4*gid(1).., columns 4*gid(0)..
 
 inline float4 load_b4(__global const float* bk, int left, int snb) {
     if (left >= 4 && snb == 1) {
@@ -28,7 +28,7 @@ __kernel void matmul(__global const float* a, __global const float* b, __global 
     int n4 = get_global_id(0) * 4;
     int m4 = get_global_id(1) * 4;
     int bt = get_global_id(2);
-    if (n4 >= mnk.y || m4 >= mnk.x) {
+    if (n4 >= mnk.y || m4 >= mnk.x || bt >= sa.w) {  // a tuned local size rounds the global size up
         return;
     }
     int left = mnk.y - n4;

@@ -72,7 +72,7 @@ class MatMulExecution(CLExecution):
         y = self.outputs[0]
         m, n, k, batch, sba, sbb = plan(self.op, a.desc.shape, b.desc.shape)
         ta, tb = _flags(self.op)
-        sa = int4(sba, 1 if ta else k, m if ta else 1)
+        sa = int4(sba, 1 if ta else k, m if ta else 1, batch)
         sb = int4(sbb, 1 if tb else n, k if tb else 1)
         has_bias = len(self.inputs) == 3
         bias = self.buf(self.inputs[2]) if has_bias else self.constant(np.zeros(1, np.float32))
