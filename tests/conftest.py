@@ -64,3 +64,18 @@ def e2e(tmp_path: Path) -> E2E:
     pytest.importorskip("onnx")
     pytest.importorskip("MNN")
     return E2E(tmp_path)
+
+
+@pytest.fixture(params=["numpy", "jit"])
+def cpu_impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a CPU kernel test on both implementations of the kernels that have two: numpy passes, and the
+    numba-compiled loops of ``backends/cpu/compute/jit.py`` (chosen when a kernel is made, by ``MNNPY_JIT``)."""
+    from mnnpy.backends.cpu.compute import jit
+
+    if request.param == "numpy":
+        monkeypatch.setenv("MNNPY_JIT", "0")
+    else:
+        monkeypatch.delenv("MNNPY_JIT", raising=False)
+        if jit.kernels() is None:
+            pytest.skip("numba (the `jit` extra) is not installed: the JIT kernels cannot run here")
+    return str(request.param)

@@ -11,6 +11,10 @@ Two layouts, chosen at make time so that numpy's innermost loop stays long and c
 
 Padded lanes carry zero weights and zero bias, so padded output channels stay zero. With ``numThread`` > 1 the
 output rows are split into that many bands run concurrently, each with its own scratch.
+
+Where numba is installed (``jit.py``), the taps, bias and activation of a band run as one compiled loop over the
+same zero-bordered buffers (``jit_kernels.depthwise_nc4`` / ``depthwise_nhwc``) instead of ~2 x kh x kw numpy
+passes: MobileNetV2's depthwise layers 3 -> 10-17 GFLOP/s.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import numpy as np
 
 from mnnpy.core.strategy import ConvPlan
 
+from . import jit
 from .blas import lane_count, run_lanes
 from .common import (
     COUNTERS,
@@ -124,7 +129,27 @@ class DepthwiseKernel(Conv2DKernel):
                 taps = [t[:, r0:r1] for t in self.taps]
                 tmp = self.tmp[:, : r1 - r0] if len(self.row_bands) == 1 else np.empty_like(self.tmp[:, r0:r1])
             self.bands.append((r0, r1, taps, tmp))
+        self.jit = jit.kernels() if jit.enabled() else None
+        if self.jit is not None:
+            self._jit_setup(kh, kw, sh, dh, dw)
         COUNTERS["weight_transforms"] += 1
+
+    def _jit_setup(self, kh: int, kw: int, sh: int, dh: int, dw: int) -> None:
+        """Arguments of the compiled kernel: buffers seen as its contiguous layouts (views, no copies)."""
+        lo, hi = (0.0, 6.0) if self.params.relu6 else (0.0, np.inf) if self.params.relu else (-np.inf, np.inf)
+        if self.nc4:
+            s, n, c4, hp, wq, _ = self.xp.shape
+            ow = self.out_shape[3]
+            args = (self.xp.reshape(s, n, c4, hp, wq * PACK), self.weights.reshape(kh * kw, c4, ow * PACK),
+                    self.bias_view.reshape(c4, ow * PACK))
+            self.jit_geometry = (kh, kw, sh, dh, dw)
+        else:
+            phases = self.phases if self.phases is not None else self.xp[None]
+            weights = self.weights if self.weights.ndim == 2 else np.ascontiguousarray(self.weights[:, 0])  # [taps, Cp]
+            args = (phases, weights, self.bias_row.reshape(-1))
+            self.jit_geometry = (phases.shape[0], kh, kw, sh, self.params.stride[1], dh, dw)
+        self.jit_args = tuple(jit.readonly(a) for a in args)
+        self.jit_act = (np.float32(lo), np.float32(hi))
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out``."""
@@ -156,6 +181,14 @@ class DepthwiseKernel(Conv2DKernel):
 
     def _rows(self, out: np.ndarray | None, r0: int, r1: int, taps: list[np.ndarray], tmp: np.ndarray) -> None:
         """Output rows r0..r1: taps, bias and activation (in NC4HW4 ``out``, or the NHWC accumulator)."""
+        if self.jit is not None and (self.acc is not None or out.flags.c_contiguous):  # type: ignore[union-attr]
+            if self.acc is None:
+                n, c4, oh, ow, _ = out.shape  # type: ignore[union-attr]
+                self.jit.depthwise_nc4(*self.jit_args, out.reshape(n, c4, oh, ow * PACK),  # type: ignore[union-attr]
+                                       *self.jit_geometry, r0, r1, *self.jit_act)
+            else:
+                self.jit.depthwise_nhwc(*self.jit_args, self.acc, *self.jit_geometry, r0, r1, *self.jit_act)
+            return
         acc = out[:, :, r0:r1] if self.acc is None else self.acc[:, r0:r1]  # type: ignore[index]
         np.multiply(taps[0], self.weights[0], out=acc)
         for tap, wt in zip(taps[1:], self.weights[1:], strict=True):

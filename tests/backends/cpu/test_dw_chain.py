@@ -84,7 +84,7 @@ def _onnxruntime(src: Path, x: np.ndarray) -> np.ndarray:
                                                                       (24, 144, 24, 56, 1, 1), (8, 48, 8, 10, 1, 2),
                                                                       (8, 48, 12, 11, 2, 3)])
 def test_inverted_residual_chains_and_matches(tmp_path: Path, c: int, e: int, out: int, hw: int, stride: int,
-                                              batch: int) -> None:
+                                              batch: int, cpu_impl: str) -> None:
     src = _model(tmp_path, c, e, out, hw, stride, batch=batch)
     x = np.random.default_rng(hw).standard_normal((batch, c, hw, hw)).astype(np.float32)
     fast, plain, session = _run(src, x)
@@ -97,7 +97,8 @@ def test_inverted_residual_chains_and_matches(tmp_path: Path, c: int, e: int, ou
 
 
 @pytest.mark.parametrize(("stride", "hw", "batch"), [(1, 12, 1), (2, 15, 1), (2, 10, 2)])
-def test_expand_writes_the_padded_input_itself(tmp_path: Path, stride: int, hw: int, batch: int) -> None:
+def test_expand_writes_the_padded_input_itself(tmp_path: Path, stride: int, hw: int, batch: int,
+                                               cpu_impl: str) -> None:
     """The expand GEMM writes the depthwise's zero-bordered input (column phases at stride 2) directly: its border
     stays exactly zero with an expand that has a bias and no activation, and the result matches onnxruntime."""
     src = _model(tmp_path, 8, 20, 12, hw, stride, batch=batch, expand_act=False)
@@ -111,6 +112,7 @@ def test_expand_writes_the_padded_input_itself(tmp_path: Path, stride: int, hw: 
     assert np.abs(fast - want).max() <= 1e-5 * scale
     np.testing.assert_allclose(fast, plain, rtol=1e-5, atol=1e-5 * scale)
     dw = runs[1].__self__  # the chain's own depthwise kernel: its padded input, as the expand left it
+    assert (dw.jit is not None) == (cpu_impl == "jit")
     top, phases = dw.chain_rows, dw.phases
     assert phases.shape[0] == stride
     border = np.ones(phases.shape[:4], bool)
@@ -119,7 +121,7 @@ def test_expand_writes_the_padded_input_itself(tmp_path: Path, stride: int, hw: 
     assert np.any(phases[~border]) and not np.any(phases[border]), "the zero border stays zero"
 
 
-def test_stem_chains_and_matches(tmp_path: Path) -> None:
+def test_stem_chains_and_matches(tmp_path: Path, cpu_impl: str) -> None:
     """MobileNetV2's first block: the 3x3 / 2 stem (im2col) -> depthwise -> project."""
     src = _model(tmp_path, 3, 32, 16, 28, 1, stem=True)
     x = np.random.default_rng(8).standard_normal((1, 3, 56, 56)).astype(np.float32)

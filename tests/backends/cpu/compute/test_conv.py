@@ -88,11 +88,16 @@ def test_strassen_conv(depth: int) -> None:
                          [(1, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), CAFFE, (1, 1, 5, 5)),
                           (3, (3, 3), (2, 2), (1, 1), None, SAME, (2, 3, 9, 8)),
                           (13, (5, 3), (1, 2), (2, 1), (2, 0, 1, 1), CAFFE, (1, 13, 11, 7)),
-                          (127, (3, 3), (1, 1), (2, 2), None, VALID, (1, 127, 7, 6))])
+                          (127, (3, 3), (1, 1), (2, 2), None, VALID, (1, 127, 7, 6)),
+                          (8, (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), CAFFE, (2, 8, 9, 60)),  # NC4HW4 column phases
+                          (5, (3, 3), (2, 3), (2, 2), None, SAME, (1, 5, 9, 95))])
 def test_depthwise(c: int, k: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int], pads: tuple | None,
-                   mode: int, x_shape: tuple[int, ...]) -> None:
-    conv = make_conv(c, c, k, stride=stride, dilation=dilation, pads=pads, pad_mode=mode, group=c, relu6=c == 13)
+                   mode: int, x_shape: tuple[int, ...], cpu_impl: str) -> None:
+    conv = make_conv(c, c, k, stride=stride, dilation=dilation, pads=pads, pad_mode=mode, group=c, relu6=c == 13,
+                     relu=c == 3)
     assert check(conv, DW, x_shape, None) == "depthwise"
+    _, kernel = run_kernel(conv, DW, np.zeros(x_shape, np.float32))
+    assert (kernel.jit is not None) == (cpu_impl == "jit")
     assert check(conv, CONV, x_shape, "depthwise") == "depthwise"
     assert check(conv, CONV, x_shape, "im2col") == "im2col"
 
@@ -221,7 +226,7 @@ def test_deconv_given_output_shape(mode: int, pads: tuple | None, output_hw: tup
                           ("strassen:1", (1, 1), 1, CONV, 1), ("depthwise", (3, 3), 8, CONV, 1),
                           ("depthwise", (3, 3), 8, CONV, 2), (None, (3, 3), 1, DECONV, 1),
                           (None, (3, 3), 2, DECONV, 2)])
-def test_strided_output_view(force: str | None, k: tuple, group: int, op: int, stride: int) -> None:
+def test_strided_output_view(force: str | None, k: tuple, group: int, op: int, stride: int, cpu_impl: str) -> None:
     """run() must fill an output that is a strided view (e.g. a slice of a larger arena array)."""
     from mnnpy.backends.cpu.compute.conv import make_conv2d_kernel
     from mnnpy.backends.cpu.compute.nc4hw4 import pack_nc4hw4, unpack_nc4hw4

@@ -1,0 +1,53 @@
+"""Optional JIT-compiled CPU kernels (numba; the ``jit`` extra), for work numpy cannot do in one pass.
+
+Why: a depthwise convolution in numpy is ~2 x kh x kw whole-tensor passes (one multiply and one add per tap), each
+streaming the feature map through the caches: 3 GFLOP/s on MobileNetV2, 39% of its run. A compiled loop keeps each
+output pixel's channels in registers across the taps and reads every input pixel once per tap from L1: 10-17
+GFLOP/s on the same shapes (see tools/PERF.md, twelfth session). The kernels are plain Python loops compiled by
+numba, written in this package like the numpy ones; they are chosen at resize (pre-inference), per kernel, and the
+profile names them (``depthwise`` + ``jit``).
+
+Without numba, or with ``MNNPY_JIT=0`` in the environment, every kernel keeps its numpy path: the engine never
+needs numba, and the tests run both paths against the same references.
+
+Cost: the first use in a process imports numba and loads the compiled code from numba's on-disk cache (~0.5-1 s;
+~2 s when it compiles, once per machine and numba version). The CPU backend pays it at session creation, never
+inside ``runSession``.
+"""
+
+from __future__ import annotations
+
+import os
+from types import ModuleType
+
+import numpy as np
+
+_STATE: dict[str, ModuleType | None] = {}
+
+
+def enabled() -> bool:
+    """Whether JIT kernels may be used: ``MNNPY_JIT`` is not 0/off/false and numba imports."""
+    if os.environ.get("MNNPY_JIT", "1").strip().lower() in ("0", "off", "false", "no"):
+        return False
+    return kernels() is not None
+
+
+def kernels() -> ModuleType | None:
+    """The compiled kernels module (``jit_kernels``), or None where numba is not installed or fails to import."""
+    if "kernels" not in _STATE:
+        try:
+            from . import jit_kernels
+        except ImportError:
+            _STATE["kernels"] = None
+        else:
+            _STATE["kernels"] = jit_kernels
+    return _STATE["kernels"]
+
+
+def readonly(a: np.ndarray) -> np.ndarray:
+    """A read-only, C-contiguous float32 view of ``a`` (the compiled kernels take their inputs as such)."""
+    if a.dtype != np.float32 or not a.flags.c_contiguous:
+        raise ValueError(f"JIT kernel input must be C-contiguous float32, got {a.dtype} strides {a.strides}")
+    view = a.view()
+    view.flags.writeable = False
+    return view
