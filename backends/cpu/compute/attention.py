@@ -30,6 +30,8 @@ from functools import partial
 
 import numpy as np
 
+from . import jit
+
 BLOCK_Q = 128
 BLOCK_KV = 512
 ONE_PASS_BYTES = 1 << 20  # all query rows in one block when the [H, Skv, Sq] scores fit in this (L2-sized)
@@ -37,8 +39,16 @@ LOG2_E = 1.4426950408889634
 SUM_LIMIT = 2.0 ** 64  # mean-shifted row sums at or above this are redone with the exact max
 
 
+def fast_exp() -> tuple[Callable[..., np.ndarray], float]:
+    """(the exp to use on scores, and the factor that puts natural-log scores in its units): the compiled one where
+    JIT kernels are on (``jit.exp``: ~3.5x numpy's float32 exp on an AVX2 host), else ``numpy_fast_exp``."""
+    if jit.enabled():
+        return jit.exp, 1.0
+    return numpy_fast_exp()
+
+
 @functools.cache
-def fast_exp() -> tuple[np.ufunc, float]:
+def numpy_fast_exp() -> tuple[np.ufunc, float]:
     """(numpy's exp2 or exp, whichever is faster here, and the factor that puts natural-log scores in its units).
 
     Timed once per process on 16K float32 scores (best of 5 each, ~1 ms): numpy's own SIMD loops differ by host
@@ -157,7 +167,7 @@ def run(q: np.ndarray, k: np.ndarray, v: np.ndarray, out: np.ndarray, p: Attenti
     rep = p.heads // p.kv_heads
     out4 = out.reshape(p.batch, p.seq_q, p.heads, p.value_dim)
     centred = p.one_block and mask is None and not causal  # mean-shifted scores in fast_exp's units (docstring)
-    exp, units = fast_exp() if centred else (np.exp, 1.0)
+    exp, units = fast_exp() if centred else (jit.exp if jit.enabled() else np.exp, 1.0)
     q_scale = np.float32(scale * units)
     for b in range(p.batch):
         kb = b if k.shape[0] > 1 else 0

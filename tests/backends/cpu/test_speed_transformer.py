@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 from mnnpy.backends.cpu.compute import attention as blocked
+from mnnpy.backends.cpu.compute import jit
 from mnnpy.schema import mnn_generated as fb
 from support import references
 
@@ -153,14 +154,17 @@ def test_gemm1x1_keeps_one_copy_of_its_weights(x_shape: tuple) -> None:
     assert kernel.w_gemm.shape[0] == 20 + (4 if kernel.folded else 0) and kernel.folded == (x_shape[2] > 1)
 
 
-def test_gelu_erf_sigmoid_form_matches_float64() -> None:
+def test_gelu_erf_sigmoid_form_matches_float64(cpu_impl: str) -> None:
     """GELU (erf) as x sigmoid(2 x R(x²)): absolute error within the fit's 6e-7 plus float32 rounding, the right
     limits at +-40 and +-3e38 (no inf / inf in R, exp's overflow giving -0), and for negative x an error within
     the fit's plus float32's resolution near 1 (6e-8) times |x|, the bound onnxruntime's and torch's
-    0.5 x (1 + erf(x / sqrt 2)) meet."""
+    0.5 x (1 + erf(x / sqrt 2)) meet. Both implementations: 13 numpy passes, and one compiled loop."""
     import math
 
-    from mnnpy.backends.cpu.ops._common import gelu_erf
+    from mnnpy.backends.cpu.ops._common import gelu_erf as numpy_gelu
+
+    def gelu_erf(x: np.ndarray, out: np.ndarray, *scratch: np.ndarray) -> None:
+        numpy_gelu(x, out, *scratch) if cpu_impl == "numpy" else jit.gelu_erf(x, out)
 
     x = np.concatenate([np.linspace(-9, 9, 6001), [0.0, -0.0, 1e-30, -1e-30, 40.0, -40.0, 3e38, -3e38, 1e10, -1e10]])
     x = x.astype(np.float32)
@@ -180,11 +184,41 @@ def test_gelu_erf_sigmoid_form_matches_float64() -> None:
     assert np.all(out[neg] <= 0.0) and np.all(out[~neg] >= 0.0)
 
 
-_EXP_BASES = {"exp2": (np.exp2, blocked.LOG2_E), "exp": (np.exp, 1.0)}
+def test_compiled_exp_matches_float64() -> None:
+    """``jit.exp``: relative error < 1.5e-7 over float32's range, inf above log(FLT_MAX), 0 far below, NaN kept;
+    in place too (its own loop); non-contiguous arrays go to numpy's exp."""
+    if jit.kernels() is None:
+        pytest.skip("numba (the `jit` extra) is not installed: the compiled exp cannot run here")
+    x = np.concatenate([np.linspace(-86.0, 88.7, 400001), [np.nan, np.inf, -np.inf, 88.8, -90.0, -1e30, 0.0]])
+    x = x.astype(np.float32)
+    out = jit.exp(x, np.full_like(x, 7.0))
+    want = np.exp(x.astype(np.float64))
+    body = slice(0, -7)
+    assert np.max(np.abs(out[body] / want[body] - 1.0)) < 1.5e-7
+    assert np.isnan(out[-7]) and out[-6] == np.inf and out[-5] == 0.0 and out[-4] == np.inf
+    assert out[-3] == 0.0 and out[-2] == 0.0 and out[-1] == 1.0
+    inplace = x.copy()
+    assert jit.exp(inplace, inplace) is inplace
+    np.testing.assert_array_equal(inplace, out)
+    strided = np.linspace(-5, 5, 64, dtype=np.float32).reshape(8, 8)[:, ::2]
+    np.testing.assert_allclose(jit.exp(strided, np.empty_like(strided)), np.exp(strided), rtol=0)
 
 
-def test_fast_exp_picks_a_base_once() -> None:
-    """The attention's exponential is numpy's exp2 (log2 units) or exp (natural), timed once per process."""
+_EXP_BASES = {"exp2": (np.exp2, blocked.LOG2_E), "exp": (np.exp, 1.0), "jit": (jit.exp, 1.0)}
+
+
+def _base(name: str) -> tuple:
+    if name == "jit" and jit.kernels() is None:
+        pytest.skip("numba (the `jit` extra) is not installed: the compiled exp cannot run here")
+    return _EXP_BASES[name]
+
+
+def test_fast_exp_picks_a_base_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The attention's exponential is the compiled one where JIT kernels are on, else numpy's exp2 (log2 units)
+    or exp (natural), timed once per process."""
+    if jit.kernels() is not None:
+        assert blocked.fast_exp() == _EXP_BASES["jit"]
+    monkeypatch.setenv("MNNPY_JIT", "0")
     choice = blocked.fast_exp()
     assert choice in (_EXP_BASES["exp2"], _EXP_BASES["exp"])
     assert blocked.fast_exp() is choice
@@ -199,13 +233,13 @@ def test_fast_exp_picks_a_base_once() -> None:
     ((1, 40, 2, 16), (1, 40, 2, 16), 16, 2.0),  # several query blocks over one key block (keys centred once)
     ((1, 33, 2, 16), (1, 33, 2, 16), None, 80.0),  # score spread over 44 natural units: redone with the exact max
 ])
-@pytest.mark.parametrize("base", ["exp2", "exp"])
+@pytest.mark.parametrize("base", ["exp2", "exp", "jit"])
 def test_unmasked_one_block_attention_shifts_by_the_mean(monkeypatch: pytest.MonkeyPatch, shape: tuple, kv: tuple,
                                                          block_q: int | None, spread: float, base: str) -> None:
     """Without a mask the one-block softmax shifts the scores by their mean over the keys (centred keys, so no max
     and no subtraction) and falls back to the exact max when a column sum shows a spread too large for float32;
     with scores in log2 units for exp2 or natural ones for exp (``fast_exp`` picks the faster per machine)."""
-    monkeypatch.setattr(blocked, "fast_exp", lambda: _EXP_BASES[base])
+    monkeypatch.setattr(blocked, "fast_exp", lambda: _base(base))
     rng = np.random.default_rng(7)
     q = (rng.standard_normal(shape) * spread).astype(np.float32)
     k, v = (rng.standard_normal(kv).astype(np.float32) * (spread if i == 0 else 1) for i in range(2))
@@ -251,12 +285,12 @@ def test_unmasked_one_block_attention_propagates_nan() -> None:
     ((2, 9, 2, 8), (1, 11, 2, 8), 2.0),  # two query batches over one key batch
     ((1, 33, 2, 16), (1, 33, 2, 16), 80.0),  # a row sum over the limit: the bound calls say False
 ])
-@pytest.mark.parametrize("base", ["exp2", "exp"])
+@pytest.mark.parametrize("base", ["exp2", "exp", "jit"])
 def test_bound_shifted_attention_matches_float64(monkeypatch: pytest.MonkeyPatch, shape: tuple, kv: tuple,
                                                  spread: float, base: str) -> None:
     """`bind_shifted`: the unmasked one-block path as calls bound to fixed arrays (made once, run twice on fresh
     values written into the same arrays) equals the float64 reference, or reports the fallback; in either base."""
-    monkeypatch.setattr(blocked, "fast_exp", lambda: _EXP_BASES[base])
+    monkeypatch.setattr(blocked, "fast_exp", lambda: _base(base))
     rng = np.random.default_rng(9)
     q = np.empty(shape, np.float32)
     k, v = np.empty(kv, np.float32), np.empty(kv, np.float32)
