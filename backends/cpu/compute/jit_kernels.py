@@ -13,11 +13,11 @@ import math
 import numba as nb
 import numpy as np
 from llvmlite import ir
+from mnnpy.backends.cpu.ops._common import _GELU_CF
 from numba.core.extending import intrinsic
 
-from mnnpy.backends.cpu.ops._common import _GELU_CF
-
-_FLAGS = {"cache": True, "nogil": True, "boundscheck": False, "fastmath": {"contract", "arcp", "nsz", "afn", "reassoc"}}
+_FAST = {"contract", "arcp", "nsz", "afn"}  # fast-math without nnan / ninf: inf and NaN keep their meaning
+_FLAGS = {"cache": True, "nogil": True, "boundscheck": False, "fastmath": _FAST | {"reassoc"}}
 _F4 = nb.float32
 _I8 = nb.int64
 
@@ -124,8 +124,8 @@ _E2, _E3, _E4, _E5, _E6, _E7 = (1.0 / math.factorial(i) for i in range(2, 8))
 @nb.njit(inline="always", fastmath={"contract", "nsz"}, error_model="numpy")
 def _exp(v):  # pragma: no cover - compiled
     """float32 e^v, vectorisable: v = k ln 2 + r with |r| <= ln 2 / 2, e^r by its Taylor polynomial to degree 7
-    (truncation < 1e-8 relative), 2^(k-1) put into the exponent bits, times 2. Relative error < 1.2e-7 against float64; inf
-    above ``_EXP_MAX``, 0 below ``_EXP_MIN``, NaN kept."""
+    (truncation < 1e-8 relative), 2^(k-1) put into the exponent bits, times 2p. Relative error < 1.2e-7 against
+    float64; inf above ``_EXP_MAX``, 0 below ``_EXP_MIN``, NaN kept."""
     c = min(max(v, np.float32(_EXP_MIN)), np.float32(88.72))
     kf = np.floor(c * np.float32(1.4426950408889634) + np.float32(0.5))
     r = c - kf * np.float32(_LN2_HI) - kf * np.float32(_LN2_LO)
@@ -143,9 +143,9 @@ def _exp(v):  # pragma: no cover - compiled
     return v if v != v else y
 
 
-# no ZeroDivisionError checks (error_model numpy): loops with divisions vectorise. Fast-math without nnan / ninf: inf
-# and NaN keep their meaning (with them, the inf select below compiled to NaN).
-_VEC = {**_FLAGS, "fastmath": {"contract", "arcp", "nsz", "afn"}, "error_model": "numpy"}
+# no ZeroDivisionError checks (error_model numpy): loops with divisions vectorise. No reassociation: it would fold
+# _exp's two-part ln 2 back into one. (With nnan / ninf, _exp's inf select compiled to NaN.)
+_VEC = {**_FLAGS, "fastmath": _FAST, "error_model": "numpy"}
 _UNARY_SIGS = [nb.void(_ro(1), _F4[::1]), nb.void(_F4[::1], _F4[::1])]
 
 

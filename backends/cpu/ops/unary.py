@@ -6,8 +6,8 @@ from collections.abc import Callable
 from functools import partial
 
 import numpy as np
-from mnnpy.backends.cpu.layout import zero_tail
 from mnnpy.backends.cpu.compute import jit
+from mnnpy.backends.cpu.layout import zero_tail
 from mnnpy.backends.cpu.ops._common import CF, CPUExecution, erf, gelu_erf
 from mnnpy.schema import mnn_generated as fb
 
