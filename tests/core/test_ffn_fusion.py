@@ -64,7 +64,7 @@ def _session(path: Path) -> tuple[Interpreter, object]:
 @pytest.mark.parametrize(("m", "k", "n"), [(128, 256, 1024), (16, 256, 1024)])
 def test_ffn_runs_transposed_and_matches_float64(tmp_path: Path, m: int, k: int, n: int) -> None:
     interp, session = _session(_model(tmp_path, m, k, n))
-    gelu = [c for c in session.commands if c.info.get("algorithm") == "gelu-erf"]
+    gelu = [c for c in session.commands if c.info.get("algorithm", "").startswith("gelu-erf")]
     assert len(gelu) == 1 and len(session.scheduler.fused) == 3  # both GEMMs and the GELU
     calls = []
     for key, run in list(session.scheduler.fused.items()):  # count the chain runs taken

@@ -177,3 +177,32 @@ def gelu_erf(x, out):  # pragma: no cover - compiled
         w = np.float32(_GC0) / (s + np.float32(_GD)) + s + np.float32(_GC1)
         r = np.float32(-2.0 * _GB) / w + s * np.float32(-2.0 * _G3) + np.float32(-2.0 * _GA)
         out[i] = v / (np.float32(1.0) + _exp(r * v))
+
+
+# --- normalisation -----------------------------------------------------------------------------------------------
+
+
+@nb.njit(nb.void(_ro(2), _F4[:, ::1], _ro(1), _ro(1), _F4, nb.boolean),
+         **{**_VEC, "fastmath": _FAST | {"reassoc"}})
+def layer_norm(x, y, gamma, beta, eps, rms):  # pragma: no cover - compiled
+    """Each row of ``x`` [M, n]: ``y = (x - mean) / sqrt(var + eps) * gamma + beta`` (``rms``: no mean taken, the
+    RMS normaliser), in three passes over one row while it is in L1: the sum, the squared deviations, the output.
+    Sums in float32 with reassociation (eight partial sums per vector lane, as numpy's pairwise sums are)."""
+    m, n = x.shape
+    inv_n = np.float32(1.0) / np.float32(n)
+    for i in range(m):
+        row = x[i]
+        out = y[i]
+        mean = np.float32(0.0)
+        if not rms:
+            total = np.float32(0.0)
+            for j in range(n):
+                total += row[j]
+            mean = total * inv_n
+        sq = np.float32(0.0)
+        for j in range(n):
+            d = row[j] - mean
+            sq += d * d
+        inv = np.float32(1.0) / np.sqrt(sq * inv_n + eps)
+        for j in range(n):
+            out[j] = (row[j] - mean) * inv * gamma[j] + beta[j]

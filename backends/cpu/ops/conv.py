@@ -172,7 +172,8 @@ class Convolution(CPUExecution):
         if self.kernel is None:
             return {"algorithm": self.algorithm}
         plan = self.kernel.plan
-        info = {"algorithm": plan.algorithm, "unit": getattr(plan, "unit", None),
+        compiled = getattr(self.kernel, "jit", None) is not None  # a numba loop (compute/jit.py), not numpy passes
+        info = {"algorithm": plan.algorithm + ("-jit" if compiled else ""), "unit": getattr(plan, "unit", None),
                 "costs": dict(getattr(plan, "costs", {}) or {}), "reason": getattr(plan, "reason", "")}
         if plan.algorithm == "winograd":  # issue 12: the chosen tile's footprint, estimated and as allocated
             info.update(memory_estimate=plan.memory_bytes, memory_bytes=getattr(self.kernel, "memory_bytes", 0))

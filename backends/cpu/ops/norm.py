@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from mnnpy.backends.cpu.compute import jit
 from mnnpy.backends.cpu.ops._common import CF, CPUExecution, channel_vector
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.errors import ModelError
@@ -35,7 +36,16 @@ class LayerNorm(CPUExecution):
         x, y = self.x.array, self.y.array
         n = int(np.prod(norm_shape))
         self.rows: tuple[np.ndarray, ...] | None = None
-        if x.flags.c_contiguous and y.flags.c_contiguous and n > 0 and x.dtype == np.float32:
+        self.compiled: tuple | None = None
+        if x.flags.c_contiguous and y.flags.c_contiguous and n > 0 and x.dtype == np.float32 and jit.enabled():
+            # one compiled loop per row (jit_kernels.layer_norm): 3 reads of a row in L1 instead of ~9 numpy passes
+            m = x.size // n
+            gamma = np.ones(n, np.float32) if self.gamma is None else self.gamma.reshape(-1)
+            beta = np.zeros(n, np.float32) if self.beta is None else self.beta.reshape(-1)
+            self.compiled = (jit.readonly(x.reshape(m, n)), y.reshape(m, n), jit.readonly(gamma),
+                             jit.readonly(beta), np.float32(self.eps), self.rms)
+            self.algorithm += "-jit"
+        elif x.flags.c_contiguous and y.flags.c_contiguous and n > 0 and x.dtype == np.float32:
             m = x.size // n
             key = ("layernorm-scratch", m, n)  # [M, n] squares, shared by every LayerNorm of this shape
             square = self.backend.kernel_cache.get(key)
@@ -45,6 +55,9 @@ class LayerNorm(CPUExecution):
                          np.empty((m, 1), np.float32), np.empty((m, 1), np.float32), square)
 
     def on_execute(self) -> None:
+        if self.compiled is not None:
+            jit.kernels().layer_norm(*self.compiled)  # type: ignore[union-attr]
+            return
         if self.rows is not None:
             self._rows(*self.rows)
             return

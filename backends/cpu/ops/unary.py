@@ -80,7 +80,7 @@ class Unary(CPUExecution):
         if kind == 33 and plain and jit.enabled() and self.x.array.flags.c_contiguous \
                 and self.y.array.flags.c_contiguous:  # GELU (erf) in one compiled pass
             self.fn = jit.gelu_erf
-            self.algorithm = "gelu-erf"
+            self.algorithm = "gelu-erf-jit"
         elif kind == 33 and plain:  # GELU (erf): two scratch arrays shared by shape, no temporaries
             key = ("gelu-scratch", self.x.array.shape)
             a, t = self.backend.kernel_cache.get(key) or tuple(np.empty_like(self.x.array) for _ in range(2))
@@ -98,7 +98,7 @@ class Unary(CPUExecution):
         (no channel tail: the shapes it accepts have none)."""
         from mnnpy.backends.cpu.compute.gemm import transposed_ffn
 
-        if self.algorithm != "gelu-erf":
+        if not self.algorithm.startswith("gelu-erf"):
             return None
         first, second = getattr(producer, "kernel", None), getattr(consumer, "kernel", None)
         if getattr(producer, "runtime_weights", True) or getattr(consumer, "runtime_weights", True):
