@@ -283,7 +283,7 @@ LANE_CASES = [
 @pytest.mark.parametrize(("force", "ic", "oc", "k", "stride", "group", "x_shape"), LANE_CASES)
 @pytest.mark.parametrize("threads", [2, 3])
 def test_lanes_match_reference(monkeypatch: pytest.MonkeyPatch, force: str, ic: int, oc: int, k: tuple,
-                               stride: tuple, group: int, x_shape: tuple, threads: int) -> None:
+                               stride: tuple, group: int, x_shape: tuple, threads: int, cpu_impl: str) -> None:
     """numThread > 1 splits the work over lanes (forced on tiny shapes here): same answer as the direct reference."""
     from mnnpy.backends.cpu.compute import blas
 
