@@ -148,8 +148,18 @@ class DepthwiseKernel(Conv2DKernel):
             weights = self.weights if self.weights.ndim == 2 else np.ascontiguousarray(self.weights[:, 0])  # [taps, Cp]
             args = (phases, weights, self.bias_row.reshape(-1))
             self.jit_geometry = (phases.shape[0], kh, kw, sh, self.params.stride[1], dh, dw)
-        self.jit_args = tuple(jit.readonly(a) for a in args)
+        # the padded input stays writable (an NHWC chain may clamp it in place: ``clamp_input``)
+        self.jit_args = (args[0] if not self.nc4 else jit.readonly(args[0]), *(jit.readonly(a) for a in args[1:]))
         self.jit_act = (np.float32(lo), np.float32(hi))
+        self.jit_input = (False, np.float32(0.0), np.float32(0.0))
+
+    def clamp_input(self, lo: float, hi: float) -> bool:
+        """A chain's producer leaves its activation (a clamp keeping 0) to this kernel, which applies it to each
+        input row just before the row's first use (compiled NHWC kernels only). Returns whether it will."""
+        if self.jit is None or self.nc4 or self.acc is None or not lo <= 0.0 <= hi:
+            return False
+        self.jit_input = (True, np.float32(lo), np.float32(hi))
+        return True
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out``."""
@@ -187,7 +197,8 @@ class DepthwiseKernel(Conv2DKernel):
                 self.jit.depthwise_nc4(*self.jit_args, out.reshape(n, c4, oh, ow * PACK),  # type: ignore[union-attr]
                                        *self.jit_geometry, r0, r1, *self.jit_act)
             else:
-                self.jit.depthwise_nhwc(*self.jit_args, self.acc, *self.jit_geometry, r0, r1, *self.jit_act)
+                self.jit.depthwise_nhwc(*self.jit_args, self.acc, *self.jit_geometry, r0, r1, *self.jit_act,
+                                        *self.jit_input)
             return
         acc = out[:, :, r0:r1] if self.acc is None else self.acc[:, r0:r1]  # type: ignore[index]
         np.multiply(taps[0], self.weights[0], out=acc)

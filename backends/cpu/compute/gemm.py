@@ -225,7 +225,7 @@ class Gemm1x1Kernel(Conv2DKernel):
         self._gemm_rows(self.x_gemm, self.y_mat, 0, self.y_mat.shape[0])
 
     def into_padded(self, x: np.ndarray, phases: np.ndarray, top: int, columns: list[tuple[int, int, int, int]],
-                    stride_x: int) -> partial:
+                    stride_x: int, activate: bool = True) -> partial:
         """The chain's producer end when its consumer is a depthwise convolution: the GEMM writes the depthwise's
         zero-bordered input (``phases`` [S, N, Hp, Wq, OCp]: S column phases of stride-x S, one at stride 1) itself,
         instead of writing ``self.y`` for the depthwise to copy in (MobileNetV2's 112² x 96 stride-2 block: a
@@ -237,6 +237,7 @@ class Gemm1x1Kernel(Conv2DKernel):
         phase; border columns cost one GEMM row each (2 of 114 at 112²). ``columns``: per phase that holds input
         columns, (phase, its first interior column, first input column, count): input column q0 + k * S lands in
         that phase's column d0 + k. Returns the bound run for the NC4HW4 input ``x`` (the same array every run).
+        ``activate`` False: the consumer applies this convolution's activation (``DepthwiseKernel.clamp_input``).
         """
         n, _, h, _ = self.in_shape
         cp, k = self.x_mat.shape[1], self.x_gemm.shape[1]
@@ -249,15 +250,16 @@ class Gemm1x1Kernel(Conv2DKernel):
             copies.append(pixel_copy(dst, x[:, :, :, q0::stride_x], (0, 2, 3, 1)))
             gemms += [(rows[b, i].reshape(h * wq, k), phases[b, i, top:top + h].reshape(h * wq, ocp))
                       for i in range(n)]
-        return partial(self._run_padded, copies, gemms)
+        return partial(self._run_padded, copies, gemms, activate)
 
-    def _run_padded(self, copies: list[tuple[np.ndarray, np.ndarray]], gemms: list[tuple[np.ndarray, np.ndarray]]
-                    ) -> None:
+    def _run_padded(self, copies: list[tuple[np.ndarray, np.ndarray]], gemms: list[tuple[np.ndarray, np.ndarray]],
+                    activate: bool = True) -> None:
         for dst, src in copies:
             np.copyto(dst, src)
         for a, out in gemms:
             np.matmul(a, self.w_gemm, out=out)
-            self._activate(out)
+            if activate:
+                self._activate(out)
 
     def run_from_nhwc(self, x: np.ndarray, out: np.ndarray) -> None:
         """The GEMM (bias, activation) on a producer's contiguous NHWC rows ``x`` [N, H, W, Cp], into NC4HW4

@@ -28,13 +28,17 @@ def _ro(ndim: int) -> nb.types.Array:
     return nb.types.Array(_F4, ndim, "C", readonly=True)
 
 
-@nb.njit(nb.void(_ro(5), _ro(2), _ro(1), _F4[:, :, :, ::1], _I8, _I8, _I8, _I8, _I8, _I8, _I8, _I8, _I8, _F4, _F4),
-         **_FLAGS)
-def depthwise_nhwc(xph, w, b, out, phases, kh, kw, sh, sw, dh, dw, r0, r1, lo, hi):  # pragma: no cover
+@nb.njit(nb.void(_F4[:, :, :, :, ::1], _ro(2), _ro(1), _F4[:, :, :, ::1], _I8, _I8, _I8, _I8, _I8, _I8, _I8, _I8, _I8,
+                 _F4, _F4, nb.boolean, _F4, _F4), **_FLAGS)
+def depthwise_nhwc(xph, w, b, out, phases, kh, kw, sh, sw, dh, dw, r0, r1, lo, hi, clamp_in, in_lo,
+                   in_hi):  # pragma: no cover
     """Depthwise taps over a zero-bordered NHWC input kept as column phases.
 
     xph [P, N, Hp, Wq, Cp]: padded column q lies in phase q % P at q // P (P is 1 or the stride-x); w [kh*kw, Cp];
-    b [Cp]; out [N, OH, OW, Cp], rows r0..r1 written: bias + taps, clamped to [lo, hi] (NaN kept).
+    b [Cp]; out [N, OH, OW, Cp], rows r0..r1 written: bias + taps, clamped to [lo, hi] (NaN kept). ``clamp_in``:
+    the input is a producer's raw output whose activation (a clamp to [in_lo, in_hi] that keeps 0, so the zero
+    border stays) is applied here, to each input row just before its first use (it is then in L2), instead of a
+    separate pass over the whole expanded tensor.
 
     One output pixel at a time: its Cp accumulators stay in L1 (or registers) across the taps, and the weights
     (kh*kw*Cp floats) stay in L1. Measured against a row-block variant (each tap one flat multiply-add over 2048
@@ -49,8 +53,20 @@ def depthwise_nhwc(xph, w, b, out, phases, kh, kw, sh, sw, dh, dw, r0, r1, lo, h
     for dj in range(kw):
         tap_phase[dj] = (dj * dw) % phases
         tap_col[dj] = (dj * dw) // phases
+    wq = xph.shape[3]
     for bn in range(n):
+        ready = 0  # input rows clamped so far (clamp_in)
         for i in range(r0, r1):
+            if clamp_in:
+                last = min(i * sh + (kh - 1) * dh + 1, xph.shape[2])
+                for yy in range(ready, last):
+                    for ph in range(phases):
+                        for q in range(wq):
+                            for k in range(cp):
+                                v = xph[ph, bn, yy, q, k]
+                                v = in_lo if v < in_lo else v
+                                xph[ph, bn, yy, q, k] = in_hi if v > in_hi else v
+                ready = max(ready, last)
             orow = out[bn, i]
             for j in range(ow):
                 o = orow[j]

@@ -90,10 +90,22 @@ def test_inverted_residual_chains_and_matches(tmp_path: Path, c: int, e: int, ou
     fast, plain, session = _run(src, x)
     chained = [cmd for cmd in session.commands if id(cmd) in session.scheduler.fused]
     assert [c.op_type for c in chained] == [12, 13, 12], "expand, depthwise, project chained"
+    fill = session.scheduler.fused[id(chained[0])]
+    # the expand's ReLU6: in its own pass (numpy), or applied by the compiled depthwise to each row it reads
+    assert fill.func.__name__ == "_run_padded" and fill.args[2] == (cpu_impl == "numpy")
     want = _onnxruntime(src, x)
     scale = max(float(np.abs(want).max()), 1.0)
     assert np.abs(fast - want).max() <= 1e-5 * scale
     np.testing.assert_allclose(fast, plain, rtol=1e-5, atol=1e-5 * scale)
+    interp = Interpreter(str(src.with_suffix(".mnn")))  # runs on new values in one session: clamped every run
+    s2 = interp.createSession({"numThread": 1})
+    for seed in (1, 2):
+        x2 = np.random.default_rng(seed).standard_normal(x.shape).astype(np.float32) * 3
+        interp.getSessionInput(s2).copyFrom(x2)
+        interp.runSession(s2)
+        got = interp.getSessionOutput(s2).getNumpyData()
+        want2 = _onnxruntime(src, x2)
+        assert np.abs(got - want2).max() <= 1e-5 * max(float(np.abs(want2).max()), 1.0)
 
 
 @pytest.mark.parametrize(("stride", "hw", "batch"), [(1, 12, 1), (2, 15, 1), (2, 10, 2)])
