@@ -9,6 +9,8 @@ from mnnpy.core import memory
 from mnnpy.core.conv_geometry import Conv2DParams, conv2d_output_shape, conv2d_params
 from mnnpy.core.strategy import ConvPlan, output_tiles
 
+from . import jit
+
 __all__ = ["COUNTERS", "PACK", "Conv2DKernel", "Conv2DParams", "conv2d_output_shape", "conv2d_params", "copy_channels",
            "output_tiles"]
 
@@ -41,7 +43,17 @@ class Conv2DKernel:
         self.bias_row = np.zeros(ceil4(params.out_channels), dtype=np.float32)
         self.bias_row[: params.out_channels] = bias
         self.bias_tile = np.tile(self.bias_row, (max(16, BIAS_TILE_FLOATS // self.bias_row.size), 1))
+        self.store_jit = None  # see compiled_store
         COUNTERS["kernels_made"] += 1
+
+    def compiled_store(self) -> None:
+        """Let ``_store_nhwc`` run as one compiled pass (bias, activation and layout together) where JIT kernels
+        are on. Opt-in, by callers that already use compiled kernels: numba's import and first load (~0.5-1 s) must
+        not land on a session that has none (ResNet-18's createSession)."""
+        self.store_jit = jit.kernels() if jit.enabled() else None
+        self.bias_ro = jit.readonly(self.bias_row)
+        lo, hi = (0.0, 6.0) if self.params.relu6 else (0.0, np.inf) if self.params.relu else (-np.inf, np.inf)
+        self.clamp = (np.float32(lo), np.float32(hi))
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """Convolve NC4HW4 ``x`` into the preallocated NC4HW4 ``out`` (bias and activation fused)."""
@@ -58,7 +70,11 @@ class Conv2DKernel:
             relu(y, y)
 
     def _store_nhwc(self, y: np.ndarray, out: np.ndarray) -> None:
-        """Add bias, activate and copy an ``[N, OH, OW, OCp]`` result (any strides) into NC4HW4 ``out``."""
+        """Add bias, activate and copy an ``[N, OH, OW, OCp]`` result (any strides) into NC4HW4 ``out``: one
+        compiled pass for a contiguous ``y`` where JIT kernels are on (``jit_kernels.store_nc4``), else three."""
+        if self.store_jit is not None and y.flags.c_contiguous:
+            self.store_jit.store_nc4(jit.readonly(y.reshape(-1, y.shape[-1])), self.bias_ro, out, *self.clamp)
+            return
         self._add_bias(y)
         self._activate(y)
         n, oh, ow, ocp = y.shape

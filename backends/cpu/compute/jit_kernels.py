@@ -222,3 +222,20 @@ def layer_norm(x, y, gamma, beta, eps, rms):  # pragma: no cover - compiled
         inv = np.float32(1.0) / np.sqrt(sq * inv_n + eps)
         for j in range(n):
             out[j] = (row[j] - mean) * inv * gamma[j] + beta[j]
+
+
+@nb.njit(nb.void(_ro(2), _ro(1), _F4[:, :, :, :, :], _F4, _F4), **_VEC)
+def store_nc4(y, bias, out, lo, hi):  # pragma: no cover - compiled
+    """``out[n, c // 4, i, j, c % 4] = clamp(y[(n, i, j), c] + bias[c], lo, hi)``: an NHWC GEMM result [N*OH*OW,
+    OCp] into NC4HW4 ``out`` [N, OC4, OH, OW, 4] (any strides) in one pass, bias and activation included."""
+    n, c4, oh, ow, _ = out.shape
+    m = 0
+    for b in range(n):
+        for i in range(oh):
+            for j in range(ow):
+                for c in range(c4):
+                    for lane in range(4):
+                        v = y[m, c * 4 + lane] + bias[c * 4 + lane]
+                        v = lo if v < lo else v
+                        out[b, c, i, j, lane] = hi if v > hi else v
+                m += 1

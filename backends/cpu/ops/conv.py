@@ -145,6 +145,8 @@ class Convolution(CPUExecution):
         shape = self.kernel.in_shape
         params = conv2d_params(self.params, self.op.type, shape)
         middle = DepthwiseKernel(params, self.kernel.plan, shape, *conv_weights(self.params, params), chain=pool)
+        if middle.jit is not None:
+            second.compiled_store()  # bias + NC4HW4 store of the project GEMM in one compiled pass
         last = partial(second.run_from_nhwc, middle.acc, consumer.y_view)
         if isinstance(first, Gemm1x1Kernel):  # the expand GEMM writes the depthwise's padded input itself
             # a compiled depthwise applies the expand's ReLU / ReLU6 to each input row as it first reads it: one

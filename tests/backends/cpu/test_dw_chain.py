@@ -93,6 +93,8 @@ def test_inverted_residual_chains_and_matches(tmp_path: Path, c: int, e: int, ou
     fill = session.scheduler.fused[id(chained[0])]
     # the expand's ReLU6: in its own pass (numpy), or applied by the compiled depthwise to each row it reads
     assert fill.func.__name__ == "_run_padded" and fill.args[2] == (cpu_impl == "numpy")
+    project = session.scheduler.fused[id(chained[2])].func.__self__  # its bias + NC4HW4 store: one compiled pass
+    assert (project.store_jit is not None) == (cpu_impl == "jit")
     want = _onnxruntime(src, x)
     scale = max(float(np.abs(want).max()), 1.0)
     assert np.abs(fast - want).max() <= 1e-5 * scale
