@@ -194,10 +194,10 @@ def profile_table(ops: list[OpTime], top: int | None = None, by_type: bool = Tru
     chained = sum(o.algorithm.endswith("+") for o in ops)
     note = f"; algorithm+: {chained} commands run as chains (several ops' work in one layout)" if chained else ""
     lines = [f"per-op profile: {len(ops)} commands, {total:.2f} ms summed (median per op){note}",
-             f"{'#':>4} {'type':<22} {'name':<34} {'algorithm':<12} {'ms':>8} {'%':>6} {'GFLOP/s':>8}"]
+             f"{'#':>4} {'type':<22} {'name':<34} {'algorithm':<18} {'ms':>8} {'%':>6} {'GFLOP/s':>8}"]
     for o in rows:
         rate = f"{o.gflops:8.1f}" if o.flops else " " * 8
-        lines.append(f"{o.index:>4} {o.op_type:<22} {o.name[:34]:<34} {o.algorithm[:12]:<12} {o.ms:8.3f} "
+        lines.append(f"{o.index:>4} {o.op_type:<22} {o.name[:34]:<34} {o.algorithm[:18]:<18} {o.ms:8.3f} "
                      f"{100 * o.ms / total:6.1f} {rate}".rstrip())
     if by_type:
         groups: dict[str, list[OpTime]] = defaultdict(list)

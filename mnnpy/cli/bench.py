@@ -57,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
 
     import numpy as np
 
+    from mnnpy.backends.cpu.compute import jit
     from mnnpy.bench import threads
     from mnnpy.bench.engines import MnnpyEngine, open_engines, prepare_models, random_inputs
     from mnnpy.bench.measure import agreement, interleaved, report, scaling, scaling_record, to_record
@@ -68,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     config = {"convAlgorithm": args.conv_algorithm} if args.conv_algorithm else None
     print(f"machine: {platform.machine()} {threads.cpu_count()} cores ({threads.cpu_name()}), python "
           f"{platform.python_version()}, numpy {np.__version__}, BLAS threads via {threads.backend()}, "
-          f"{threads.blas_core()}")
+          f"{threads.blas_core()}, compiled CPU kernels: {jit.describe()}")
     counts = args.threads
     groups, missing = [], []
     with threads.blas_threads(max(counts)):

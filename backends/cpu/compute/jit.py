@@ -25,11 +25,27 @@ import numpy as np
 _STATE: dict[str, ModuleType | None] = {}
 
 
+def _switched_off() -> bool:
+    return os.environ.get("MNNPY_JIT", "1").strip().lower() in ("0", "off", "false", "no")
+
+
 def enabled() -> bool:
-    """Whether JIT kernels may be used: ``MNNPY_JIT`` is not 0/off/false and numba imports."""
-    if os.environ.get("MNNPY_JIT", "1").strip().lower() in ("0", "off", "false", "no"):
-        return False
-    return kernels() is not None
+    """Whether JIT kernels may be used: ``MNNPY_JIT`` is not 0/off/false/no and numba imports."""
+    return not _switched_off() and kernels() is not None
+
+
+def describe() -> str:
+    """One line for reports, without importing numba: "numba X.Y" (used where a kernel has a compiled version), "off
+    (MNNPY_JIT=0)" or "numba not installed"."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("numba")
+    except metadata.PackageNotFoundError:
+        return "numba not installed"
+    if _switched_off():
+        return "off (MNNPY_JIT=0)"
+    return f"numba {version}"
 
 
 def kernels() -> ModuleType | None:
