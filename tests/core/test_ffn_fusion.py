@@ -98,15 +98,35 @@ def test_ffn_runs_transposed_and_matches_float64(tmp_path: Path, m: int, k: int,
     (64, 256, 1024, True),  # the GELU output is a graph output: someone reads it
 ])
 def test_ffn_left_plain_where_the_rule_or_a_reader_says_so(tmp_path: Path, m: int, k: int, n: int,
-                                                            save_hidden: bool) -> None:
+                                                            save_hidden: bool, cpu_impl: str) -> None:
+    """Not transposed; with the compiled GELU, the up-projection GEMM leaves its bias to the GELU's pass (a pair
+    run, `Unary.fuse_after`), which the plain run with callbacks must match."""
     assert m > gemm.FFN_MAX_ROWS or k < gemm.FFN_MIN_CHANNELS or save_hidden
     interp, session = _session(_model(tmp_path, m, k, n, save_hidden))
-    assert not session.scheduler.fused
-    x = np.random.default_rng(2).standard_normal((1, m, k)).astype(np.float32)
-    interp.getSessionInput(session).copyFrom(x)
-    interp.runSession(session)
-    got = np.array(interp.getSessionOutput(session, "y").getNumpyData()).reshape(1, m, k)
-    np.testing.assert_allclose(got, _reference(x, k, n)[1], rtol=2e-4, atol=2e-4)
+    gelu = [c for c in session.commands if c.info.get("algorithm", "").startswith("gelu-erf")]
+    fused = [c for c in session.commands if id(c) in session.scheduler.fused]
+    before = session.commands[session.commands.index(gelu[0]) - 1]  # the up-projection GEMM
+    assert len(gelu) == 1 and fused == ([] if cpu_impl == "numpy" else [before, gelu[0]])
+    seen: dict[str, np.ndarray] = {}
+
+    def after(cmd: object) -> bool:
+        if cmd is gelu[0]:
+            seen["hidden"] = session.read(cmd.inputs[0]).reshape(m, n)
+        return True
+
+    for seed in (2, 3):
+        x = np.random.default_rng(seed).standard_normal((1, m, k)).astype(np.float32)
+        hid, want = _reference(x, k, n)
+        interp.getSessionInput(session).copyFrom(x)
+        interp.runSession(session)
+        got = np.array(interp.getSessionOutput(session, "y").getNumpyData()).reshape(1, m, k)
+        np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)
+        seen.clear()
+
+        session.run(after=after)  # with a callback: plain commands, the GEMM's own bias pass
+        np.testing.assert_allclose(seen["hidden"], hid[0], rtol=2e-4, atol=2e-4)
+        again = np.array(interp.getSessionOutput(session, "y").getNumpyData()).reshape(1, m, k)
+        np.testing.assert_allclose(again, got, rtol=1e-5, atol=1e-5)
 
 
 def test_static_pool_hands_out_zeroed_aligned_distinct_memory() -> None:

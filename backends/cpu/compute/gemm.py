@@ -198,6 +198,16 @@ class Gemm1x1Kernel(Conv2DKernel):
         self._bound = (x, out, [partial(_chain, calls)])
         return self._bound[2]
 
+    def flat_gemm(self, x: np.ndarray, out: np.ndarray) -> partial | None:
+        """The flat one-lane GEMM alone, no bias or activation (a consumer adds them: ``Unary.fuse_after``), bound
+        to ``x`` / ``out``; None where the flat path does not apply to these arrays."""
+        if self.flat is None or len(self.row_chunks) > 1 or self.strassen is not None or self.x_groups is not None \
+                or not (x.flags.c_contiguous and out.flags.c_contiguous):
+            return None
+        m, cp, ocp = self.flat
+        gemm = partial(np.matmul, x.reshape(m, cp), self.weight, out=out.reshape(m, ocp))
+        return partial(run_lanes, [gemm], 1)  # run_lanes: BLAS held at 1 thread, as on every path
+
     def _gemm_rows(self, x_mat: np.ndarray, y_mat: np.ndarray, r0: int, r1: int) -> None:
         y = y_mat[r0:r1]
         if self.folded and x_mat is self.x_gemm:
