@@ -142,3 +142,61 @@ def test_static_pool_hands_out_zeroed_aligned_distinct_memory() -> None:
         assert all(not np.shares_memory(a, b) for b in pieces[:k])
     assert [int(a.ravel()[0]) for a in pieces] == [1, 2, 3, 4]  # nothing written over
     assert pieces[3].nbytes > 1 << 20
+
+
+def _residual_model(tmp_path: Path, m: int, k: int, n: int, computed: bool) -> Path:
+    """x [1, M, K], r [1, M, N] -> MatMul + bias -> Add r (``computed``: Relu(r) instead, an intermediate whose
+    memory the sum may take) -> y."""
+    from mnnpy.converter import convert
+
+    w, b = _weights(k, n)[:2]
+    nodes = [h.make_node("MatMul", ["x", "w"], ["a"]), h.make_node("Add", ["a", "b"], ["p"])]
+    if computed:
+        nodes.append(h.make_node("Relu", ["r"], ["rr"]))
+    nodes.append(h.make_node("Add", ["p", "rr" if computed else "r"], ["y"]))
+    graph = h.make_graph(nodes, "res", [h.make_tensor_value_info("x", T.FLOAT, [1, m, k]),
+                                        h.make_tensor_value_info("r", T.FLOAT, [1, m, n])],
+                         [h.make_tensor_value_info("y", T.FLOAT, None)], [nh.from_array(w, "w"), nh.from_array(b, "b")])
+    path = tmp_path / f"res{m}_{k}_{n}_{int(computed)}.onnx"
+    onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 13)]), str(path))
+    convert(path, path.with_suffix(".mnn"))
+    return path.with_suffix(".mnn")
+
+
+@pytest.mark.parametrize(("m", "k", "n", "computed"), [(197, 192, 192, False), (37, 64, 48, True)])
+def test_gemm_bias_and_residual_add_in_one_pass(tmp_path: Path, m: int, k: int, n: int, computed: bool,
+                                                cpu_impl: str) -> None:
+    """With compiled kernels a flat GEMM -> Add(residual) pair runs the GEMM without its bias pass and adds GEMM
+    output, bias and residual in one (`Binary.fuse_after`), whether the sum has its own memory or an operand's."""
+    interp = Interpreter(str(_residual_model(tmp_path, m, k, n, computed)))
+    session = interp.createSession({"numThread": 1})
+    fused = [c.execution.__class__.__name__ for c in session.commands if id(c) in session.scheduler.fused]
+    assert fused == ([] if cpu_impl == "numpy" else ["Convolution", "Binary"])
+    w, b = (v.astype(np.float64) for v in _weights(k, n)[:2])
+    for seed in (4, 5):
+        rng = np.random.default_rng(seed)
+        x, r = rng.standard_normal((1, m, k)).astype(np.float32), rng.standard_normal((1, m, n)).astype(np.float32)
+        interp.getSessionInput(session, "x").copyFrom(x)
+        interp.getSessionInput(session, "r").copyFrom(r)
+        interp.runSession(session)
+        got = np.array(interp.getSessionOutput(session, "y").getNumpyData()).reshape(1, m, n)
+        res = np.maximum(r, 0) if computed else r
+        np.testing.assert_allclose(got, x.astype(np.float64) @ w + b + res, rtol=2e-5, atol=2e-5)
+
+
+def test_bias_add_kernels_match_numpy() -> None:
+    """The two compiled kernels of that pair: a separate output, and the sum written over an operand."""
+    from mnnpy.backends.cpu.compute import jit
+
+    if jit.kernels() is None:
+        pytest.skip("numba (the `jit` extra) is not installed: the compiled kernels cannot run here")
+    k = jit.kernels()
+    rng = np.random.default_rng(6)
+    a, b = rng.standard_normal((2, 9, 20)).astype(np.float32)
+    bias = rng.standard_normal(20).astype(np.float32)
+    out = np.full_like(a, np.nan)
+    k.bias_add3(jit.readonly(a), jit.readonly(bias), jit.readonly(b), out, np.float32(0.0), np.float32(np.inf))
+    np.testing.assert_allclose(out, np.maximum(a + bias + b, 0), rtol=1e-6, atol=1e-6)  # float32 sum order
+    into = b.copy()
+    k.bias_add_into(jit.readonly(a), jit.readonly(bias), into, np.float32(-np.inf), np.float32(np.inf))
+    np.testing.assert_allclose(into, a + bias + b, rtol=1e-6, atol=1e-6)

@@ -261,3 +261,26 @@ def gelu_erf_bias(x, bias, out):  # pragma: no cover - compiled
             w = np.float32(_GC0) / (s + np.float32(_GD)) + s + np.float32(_GC1)
             r = np.float32(-2.0 * _GB) / w + s * np.float32(-2.0 * _G3) + np.float32(-2.0 * _GA)
             out[i, j] = v / (np.float32(1.0) + _exp(r * v))
+
+
+@nb.njit(nb.void(_ro(2), _ro(1), _ro(2), _F4[:, ::1], _F4, _F4), **_VEC)
+def bias_add3(a, bias, b, out, lo, hi):  # pragma: no cover - compiled
+    """``out = clamp(a + bias + b, lo, hi)`` over rows of [M, N] (a GEMM's output, its bias, a residual): the bias
+    pass of the GEMM and the residual add in one. ``out`` must not overlap ``a`` or ``b`` (``bias_add_into``)."""
+    m, n = a.shape
+    for i in range(m):
+        for j in range(n):
+            v = a[i, j] + bias[j] + b[i, j]
+            v = lo if v < lo else v
+            out[i, j] = hi if v > hi else v
+
+
+@nb.njit(nb.void(_ro(2), _ro(1), _F4[:, ::1], _F4, _F4), **_VEC)
+def bias_add_into(a, bias, out, lo, hi):  # pragma: no cover - compiled
+    """``out = clamp(out + a + bias, lo, hi)``: ``bias_add3`` where the output is one of the operands' memory."""
+    m, n = a.shape
+    for i in range(m):
+        for j in range(n):
+            v = out[i, j] + a[i, j] + bias[j]
+            v = lo if v < lo else v
+            out[i, j] = hi if v > hi else v
