@@ -1,18 +1,22 @@
 """Optional JIT-compiled CPU kernels (numba; the ``jit`` extra), for work numpy cannot do in one pass.
 
 Why: a depthwise convolution in numpy is ~2 x kh x kw whole-tensor passes (one multiply and one add per tap), each
-streaming the feature map through the caches: 3 GFLOP/s on MobileNetV2, 39% of its run. A compiled loop keeps each
-output pixel's channels in registers across the taps and reads every input pixel once per tap from L1: 10-17
-GFLOP/s on the same shapes (see tools/PERF.md, twelfth session). The kernels are plain Python loops compiled by
-numba, written in this package like the numpy ones; they are chosen at resize (pre-inference), per kernel, and the
-profile names them (``depthwise`` + ``jit``).
+streaming the feature map through the caches: 3 GFLOP/s on MobileNetV2, 39% of its run. A compiled loop reads each
+input once per tap from L1: 7-17 GFLOP/s on the same shapes. Likewise exp (numpy's float32 exp is slow without
+AVX-512), GELU, LayerNorm, and the passes that follow a BLAS GEMM (bias + activation + layout store, bias + GELU,
+bias + residual add). The kernels (``jit_kernels``) are plain Python loops compiled by numba, written in this package
+like the numpy ones; they are chosen when a kernel is made (pre-inference), and the profile names them (``-jit``).
+
+Policy: only ops whose numpy path takes many passes use them. Where numpy is within reach of a loop (the GEMM-bound
+Winograd and im2col convolutions; PERF.md has the measured attempt), the numpy kernel stays, so a session with none of
+these ops (ResNet-18, a UNet) never imports numba and keeps its fast createSession.
 
 Without numba, or with ``MNNPY_JIT=0`` in the environment, every kernel keeps its numpy path: the engine never
-needs numba, and the tests run both paths against the same references.
+needs numba, and the tests run both paths against the same references (the ``cpu_impl`` fixture).
 
-Cost: the first use in a process imports numba and loads the compiled code from numba's on-disk cache (~0.5-1 s;
-~2 s when it compiles, once per machine and numba version). The CPU backend pays it at session creation, never
-inside ``runSession``.
+Cost: the first use in a process imports numba and loads the compiled code from numba's on-disk cache (~1 s; ~2 s
+per kernel when it compiles, once per machine and numba version). The CPU backend pays it at session creation,
+never inside ``runSession``.
 """
 
 from __future__ import annotations
