@@ -99,14 +99,14 @@ def test_ffn_runs_transposed_and_matches_float64(tmp_path: Path, m: int, k: int,
 ])
 def test_ffn_left_plain_where_the_rule_or_a_reader_says_so(tmp_path: Path, m: int, k: int, n: int,
                                                             save_hidden: bool, cpu_impl: str) -> None:
-    """Not transposed; with the compiled GELU, the up-projection GEMM leaves its bias to the GELU's pass (a pair
-    run, `Unary.fuse_after`), which the plain run with callbacks must match."""
+    """Not transposed, and no pair runs either (a GEMM -> GELU pair with the bias in the compiled GELU's pass was
+    measured neutral on ViT-tiny and dropped): the plain run and the run with callbacks match float64."""
     assert m > gemm.FFN_MAX_ROWS or k < gemm.FFN_MIN_CHANNELS or save_hidden
     interp, session = _session(_model(tmp_path, m, k, n, save_hidden))
     gelu = [c for c in session.commands if c.info.get("algorithm", "").startswith("gelu-erf")]
     fused = [c for c in session.commands if id(c) in session.scheduler.fused]
     before = session.commands[session.commands.index(gelu[0]) - 1]  # the up-projection GEMM
-    assert len(gelu) == 1 and fused == ([] if cpu_impl == "numpy" else [before, gelu[0]])
+    assert len(gelu) == 1 and before.op_type == 12 and not fused
     seen: dict[str, np.ndarray] = {}
 
     def after(cmd: object) -> bool:

@@ -199,7 +199,7 @@ class Gemm1x1Kernel(Conv2DKernel):
         return self._bound[2]
 
     def flat_gemm(self, x: np.ndarray, out: np.ndarray) -> partial | None:
-        """The flat one-lane GEMM alone, no bias or activation (a consumer adds them: ``Unary.fuse_after``), bound
+        """The flat one-lane GEMM alone, no bias or activation (a consumer adds them: ``Binary.fuse_after``), bound
         to ``x`` / ``out``; None where the flat path does not apply to these arrays."""
         if self.flat is None or len(self.row_chunks) > 1 or self.strassen is not None or self.x_groups is not None \
                 or not (x.flags.c_contiguous and out.flags.c_contiguous):

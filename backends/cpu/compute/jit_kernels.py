@@ -249,20 +249,6 @@ def store_nc4(y, bias, out, lo, hi):  # pragma: no cover - compiled
                 m += 1
 
 
-@nb.njit(nb.void(_ro(2), _ro(1), _F4[:, ::1]), **_VEC)
-def gelu_erf_bias(x, bias, out):  # pragma: no cover - compiled
-    """``out = gelu_erf(x + bias)`` over rows of ``x`` [M, N] (``bias`` [N]): a GEMM's bias added in the GELU's pass
-    instead of one of its own over the GEMM's output."""
-    m, n = x.shape
-    for i in range(m):
-        for j in range(n):
-            v = x[i, j] + bias[j]
-            s = v * v
-            w = np.float32(_GC0) / (s + np.float32(_GD)) + s + np.float32(_GC1)
-            r = np.float32(-2.0 * _GB) / w + s * np.float32(-2.0 * _G3) + np.float32(-2.0 * _GA)
-            out[i, j] = v / (np.float32(1.0) + _exp(r * v))
-
-
 @nb.njit(nb.void(_ro(2), _ro(1), _ro(2), _F4[:, ::1], _F4, _F4), **_VEC)
 def bias_add3(a, bias, b, out, lo, hi):  # pragma: no cover - compiled
     """``out = clamp(a + bias + b, lo, hi)`` over rows of [M, N] (a GEMM's output, its bias, a residual): the bias

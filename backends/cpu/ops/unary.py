@@ -92,25 +92,6 @@ class Unary(CPUExecution):
         self.fn(self.x.array, self.y.array)
         zero_tail(self.y)
 
-    def fuse_after(self, producer: Execution) -> list[Callable[[], None]] | None:
-        """A flat 1x1 GEMM (a MatMul + bias, a transformer's FFN up-projection) -> compiled GELU: the GEMM runs
-        without its bias pass and the GELU adds the bias in its own pass (ViT-tiny's [197, 768]: the 0.13 ms bias
-        pass of each of 12 GEMMs goes)."""
-        from mnnpy.backends.cpu.compute.gemm import _plain_flat
-
-        kernel = getattr(producer, "kernel", None)
-        flat = _plain_flat(kernel)
-        if self.algorithm != "gelu-erf-jit" or flat is None or getattr(producer, "runtime_weights", True):
-            return None
-        m, _, n = flat
-        gemm = kernel.flat_gemm(producer.x_view, producer.y_view)  # type: ignore[union-attr]
-        if gemm is None or self.x.array.size != m * n or not np.shares_memory(producer.y_view, self.x.array):
-            return None
-        bias = jit.readonly(kernel.bias_row)  # type: ignore[union-attr]
-        fused = partial(jit.kernels().gelu_erf_bias, jit.readonly(self.x.array.reshape(m, n)),  # type: ignore
-                        bias, self.y.array.reshape(m, n))
-        return [gemm, fused]
-
     def fuse_between(self, producer: Execution, consumer: Execution) -> list[Callable[[], None]] | None:
         """GELU between two flat 1x1 GEMMs (a transformer FFN): the GEMMs hand h and g over transposed where that
         was measured faster (`compute.gemm.transposed_ffn`); GELU is elementwise, so it runs on the bytes as they are
