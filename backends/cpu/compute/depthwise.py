@@ -14,7 +14,7 @@ output rows are split into that many bands run concurrently, each with its own s
 
 Where numba is installed (``jit.py``), the taps, bias and activation of a band run as one compiled loop over the
 same zero-bordered buffers (``jit_kernels.depthwise_nc4`` / ``depthwise_nhwc``) instead of ~2 x kh x kw numpy
-passes: MobileNetV2's depthwise layers 3 -> 10-17 GFLOP/s.
+passes: MobileNetV2's depthwise layers 3 -> 7 GFLOP/s in the model (10-17 alone, hot).
 """
 
 from __future__ import annotations
