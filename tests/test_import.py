@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-FORBIDDEN = ("pyopencl", "vulkan", "onnx", "onnxruntime", "MNN", "torch", "mnnpy.converter")
+FORBIDDEN = ("pyopencl", "vulkan", "onnx", "onnxruntime", "MNN", "torch", "numba", "mnnpy.converter")
 
 
 def test_import_mnnpy_loads_no_optional_package() -> None:
