@@ -218,6 +218,7 @@ def _base(name: str) -> tuple:
 def test_fast_exp_picks_a_base_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """The attention's exponential is the compiled one where JIT kernels are on, else numpy's exp2 (log2 units)
     or exp (natural), timed once per process."""
+    monkeypatch.delenv("MNNPY_JIT", raising=False)
     if jit.kernels() is not None:
         assert blocked.fast_exp() == _EXP_BASES["jit"]
     monkeypatch.setenv("MNNPY_JIT", "0")
