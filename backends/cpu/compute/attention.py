@@ -312,13 +312,20 @@ def bind_shifted(q: np.ndarray, k: np.ndarray, v: np.ndarray, out: np.ndarray, p
     mean = s.key_mean.reshape(k.shape[2:])
     exp, units = fast_exp()
     calls: list[Callable[[], object]] = []
+    # the centred keys by one compiled call (two passes; 17 against 44 us for ViT-tiny's [197, 192], 12 against 58
+    # for BERT-4L's [128, 256]) where JIT kernels are on
+    compiled = jit.kernels() if jit.enabled() and s.keys.flags.c_contiguous else None
     for b in range(p.batch):
         kb = b if k.shape[0] > 1 else 0
-        calls += [partial(np.matmul, s.ones[:, :skv], k[kb].reshape(skv, -1), out=s.key_mean),
-                  partial(np.multiply, s.key_mean, np.float32(1.0 / skv), out=s.key_mean),
-                  partial(np.subtract, k[kb], mean, out=s.keys),
-                  partial(np.multiply, s.keys, np.float32(scale * units), out=s.keys),
-                  partial(np.matmul, q[b].transpose(1, 0, 2), s.keys.transpose(1, 2, 0), out=scores),
+        if compiled is not None:
+            calls.append(partial(compiled.centre_keys, jit.readonly(k[kb].reshape(skv, -1)),
+                                 np.float32(scale * units), s.keys.reshape(skv, -1)))
+        else:
+            calls += [partial(np.matmul, s.ones[:, :skv], k[kb].reshape(skv, -1), out=s.key_mean),
+                      partial(np.multiply, s.key_mean, np.float32(1.0 / skv), out=s.key_mean),
+                      partial(np.subtract, k[kb], mean, out=s.keys),
+                      partial(np.multiply, s.keys, np.float32(scale * units), out=s.keys)]
+        calls += [partial(np.matmul, q[b].transpose(1, 0, 2), s.keys.transpose(1, 2, 0), out=scores),
                   partial(_exp_in_place, scores, exp),
                   partial(np.matmul, scores, s.ones.reshape(-1, 1)[:skv], out=row_sum),
                   partial(_sums_below_limit, row_sum),

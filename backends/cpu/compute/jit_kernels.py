@@ -270,3 +270,20 @@ def bias_add_into(a, bias, out, lo, hi):  # pragma: no cover - compiled
             v = out[i, j] + a[i, j] + bias[j]
             v = lo if v < lo else v
             out[i, j] = hi if v > hi else v
+
+
+@nb.njit(nb.void(_ro(2), _F4, _F4[:, ::1]), **{**_VEC, "fastmath": _FAST | {"reassoc"}})
+def centre_keys(k, scale, out):  # pragma: no cover - compiled
+    """``out = scale * (k - mean over the rows of k)`` for keys [Skv, H*D]: the attention's centred keys (its
+    scores come shifted by their mean over the keys) in two passes instead of four numpy calls."""
+    rows, cols = k.shape
+    mean = np.zeros(cols, np.float32)
+    for i in range(rows):
+        for j in range(cols):
+            mean[j] += k[i, j]
+    inv = np.float32(1.0) / np.float32(rows)
+    for j in range(cols):
+        mean[j] *= inv
+    for i in range(rows):
+        for j in range(cols):
+            out[i, j] = (k[i, j] - mean[j]) * scale

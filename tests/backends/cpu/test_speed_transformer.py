@@ -290,9 +290,10 @@ def test_unmasked_one_block_attention_propagates_nan() -> None:
 ])
 @pytest.mark.parametrize("base", ["exp2", "exp", "jit"])
 def test_bound_shifted_attention_matches_float64(monkeypatch: pytest.MonkeyPatch, shape: tuple, kv: tuple,
-                                                 spread: float, base: str) -> None:
+                                                 spread: float, base: str, cpu_impl: str) -> None:
     """`bind_shifted`: the unmasked one-block path as calls bound to fixed arrays (made once, run twice on fresh
-    values written into the same arrays) equals the float64 reference, or reports the fallback; in either base."""
+    values written into the same arrays) equals the float64 reference, or reports the fallback; in either base,
+    with the keys centred by numpy calls or by the compiled kernel (``cpu_impl``)."""
     monkeypatch.setattr(blocked, "fast_exp", lambda: _base(base))
     rng = np.random.default_rng(9)
     q = np.empty(shape, np.float32)
