@@ -38,9 +38,12 @@ def enabled() -> bool:
     return not _switched_off() and kernels() is not None
 
 
+_FAILURE: list[str] = []  # why numba, though installed, could not be used (its ImportError)
+
+
 def describe() -> str:
-    """One line for reports, without importing numba: "numba X.Y" (used where a kernel has a compiled version), "off
-    (MNNPY_JIT=0)" or "numba not installed"."""
+    """One line for reports: "numba X.Y" (used where a kernel has a compiled version), "off (MNNPY_JIT=0)", "numba
+    not installed", or why an installed numba cannot be used (this imports it)."""
     from importlib import metadata
 
     try:
@@ -49,16 +52,20 @@ def describe() -> str:
         return "numba not installed"
     if _switched_off():
         return "off (MNNPY_JIT=0)"
+    if kernels() is None:
+        return f"numba {version} unusable, numpy kernels ({_FAILURE[0] if _FAILURE else 'import failed'})"
     return f"numba {version}"
 
 
 def kernels() -> ModuleType | None:
-    """The compiled kernels module (``jit_kernels``), or None where numba is not installed or fails to import."""
+    """The compiled kernels module (``jit_kernels``), or None where numba is not installed or fails to import (an
+    installed numba that does not support this numpy, say: the numpy kernels run; ``describe`` says why)."""
     if "kernels" not in _STATE:
         try:
             from . import jit_kernels
-        except ImportError:
+        except ImportError as exc:
             _STATE["kernels"] = None
+            _FAILURE.append(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         else:
             _STATE["kernels"] = jit_kernels
     return _STATE["kernels"]

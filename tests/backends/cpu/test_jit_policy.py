@@ -58,3 +58,24 @@ def test_depthwise_sessions_use_numba_where_allowed(tmp_path: Path) -> None:
     if jit.kernels() is None:
         pytest.skip("numba (the `jit` extra) is not installed: nothing to import")
     assert _imports_numba(path, "1")
+
+
+def test_describe_says_which_kernels_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`mnnpy bench`'s line about compiled kernels: switched off, in use, or an installed numba that failed to import
+    (the numpy kernels then run)."""
+    from importlib import metadata
+
+    from mnnpy.backends.cpu.compute import jit
+
+    try:
+        version = metadata.version("numba")
+    except metadata.PackageNotFoundError:
+        assert jit.describe() == "numba not installed" and jit.kernels() is None
+        return
+    monkeypatch.setenv("MNNPY_JIT", "0")
+    assert jit.describe() == "off (MNNPY_JIT=0)" and not jit.enabled()
+    monkeypatch.delenv("MNNPY_JIT")
+    monkeypatch.setattr(jit, "_STATE", {"kernels": None})
+    monkeypatch.setattr(jit, "_FAILURE", ["Numba needs NumPy 2.3 or less"])
+    assert jit.describe() == f"numba {version} unusable, numpy kernels (Numba needs NumPy 2.3 or less)"
+    assert not jit.enabled()
