@@ -144,7 +144,7 @@ def test_static_pool_hands_out_zeroed_aligned_distinct_memory() -> None:
     assert pieces[3].nbytes > 1 << 20
 
 
-def _residual_model(tmp_path: Path, m: int, k: int, n: int, computed: bool) -> Path:
+def _residual_model(tmp_path: Path, m: int, k: int, n: int, computed: bool, relu: bool = False) -> Path:
     """x [1, M, K], r [1, M, N] -> MatMul + bias -> Add r (``computed``: Relu(r) instead, an intermediate whose
     memory the sum may take) -> y."""
     from mnnpy.converter import convert
@@ -153,22 +153,25 @@ def _residual_model(tmp_path: Path, m: int, k: int, n: int, computed: bool) -> P
     nodes = [h.make_node("MatMul", ["x", "w"], ["a"]), h.make_node("Add", ["a", "b"], ["p"])]
     if computed:
         nodes.append(h.make_node("Relu", ["r"], ["rr"]))
-    nodes.append(h.make_node("Add", ["p", "rr" if computed else "r"], ["y"]))
+    nodes.append(h.make_node("Add", ["p", "rr" if computed else "r"], ["s" if relu else "y"]))
+    if relu:  # the converter folds it into the Add (BinaryOp activationType 1)
+        nodes.append(h.make_node("Relu", ["s"], ["y"]))
     graph = h.make_graph(nodes, "res", [h.make_tensor_value_info("x", T.FLOAT, [1, m, k]),
                                         h.make_tensor_value_info("r", T.FLOAT, [1, m, n])],
                          [h.make_tensor_value_info("y", T.FLOAT, None)], [nh.from_array(w, "w"), nh.from_array(b, "b")])
-    path = tmp_path / f"res{m}_{k}_{n}_{int(computed)}.onnx"
+    path = tmp_path / f"res{m}_{k}_{n}_{int(computed)}_{int(relu)}.onnx"
     onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 13)]), str(path))
     convert(path, path.with_suffix(".mnn"))
     return path.with_suffix(".mnn")
 
 
-@pytest.mark.parametrize(("m", "k", "n", "computed"), [(197, 192, 192, False), (37, 64, 48, True)])
-def test_gemm_bias_and_residual_add_in_one_pass(tmp_path: Path, m: int, k: int, n: int, computed: bool,
+@pytest.mark.parametrize(("m", "k", "n", "computed", "relu"), [(197, 192, 192, False, False), (37, 64, 48, True, False),
+                                                              (37, 64, 48, False, True)])
+def test_gemm_bias_and_residual_add_in_one_pass(tmp_path: Path, m: int, k: int, n: int, computed: bool, relu: bool,
                                                 cpu_impl: str) -> None:
     """With compiled kernels a flat GEMM -> Add(residual) pair runs the GEMM without its bias pass and adds GEMM
     output, bias and residual in one (`Binary.fuse_after`), whether the sum has its own memory or an operand's."""
-    interp = Interpreter(str(_residual_model(tmp_path, m, k, n, computed)))
+    interp = Interpreter(str(_residual_model(tmp_path, m, k, n, computed, relu)))
     session = interp.createSession({"numThread": 1})
     fused = [c.execution.__class__.__name__ for c in session.commands if id(c) in session.scheduler.fused]
     assert fused == ([] if cpu_impl == "numpy" else ["Convolution", "Binary"])
@@ -181,7 +184,8 @@ def test_gemm_bias_and_residual_add_in_one_pass(tmp_path: Path, m: int, k: int, 
         interp.runSession(session)
         got = np.array(interp.getSessionOutput(session, "y").getNumpyData()).reshape(1, m, n)
         res = np.maximum(r, 0) if computed else r
-        np.testing.assert_allclose(got, x.astype(np.float64) @ w + b + res, rtol=2e-5, atol=2e-5)
+        want = x.astype(np.float64) @ w + b + res
+        np.testing.assert_allclose(got, np.maximum(want, 0) if relu else want, rtol=2e-5, atol=2e-5)
 
 
 def test_bias_add_kernels_match_numpy() -> None:

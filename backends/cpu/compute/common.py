@@ -52,8 +52,12 @@ class Conv2DKernel:
         not land on a session that has none (ResNet-18's createSession)."""
         self.store_jit = jit.kernels() if jit.enabled() else None
         self.bias_ro = jit.readonly(self.bias_row)
-        lo, hi = (0.0, 6.0) if self.params.relu6 else (0.0, np.inf) if self.params.relu else (-np.inf, np.inf)
-        self.clamp = (np.float32(lo), np.float32(hi))
+        self.clamp = tuple(np.float32(v) for v in self.clamp_bounds())
+
+    def clamp_bounds(self) -> tuple[float, float]:
+        """This convolution's activation as the clamp the compiled kernels apply: ReLU6 (0, 6), ReLU (0, inf), none
+        (-inf, inf)."""
+        return (0.0, 6.0) if self.params.relu6 else (0.0, np.inf) if self.params.relu else (-np.inf, np.inf)
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """Convolve NC4HW4 ``x`` into the preallocated NC4HW4 ``out`` (bias and activation fused)."""
@@ -73,7 +77,7 @@ class Conv2DKernel:
         """Add bias, activate and copy an ``[N, OH, OW, OCp]`` result (any strides) into NC4HW4 ``out``: one
         compiled pass for a contiguous ``y`` where JIT kernels are on (``jit_kernels.store_nc4``), else three."""
         if self.store_jit is not None and y.flags.c_contiguous:
-            self.store_jit.store_nc4(jit.readonly(y.reshape(-1, y.shape[-1])), self.bias_ro, out, *self.clamp)
+            self.store_jit.store_nc4(y.reshape(-1, y.shape[-1]), self.bias_ro, out, *self.clamp)
             return
         self._add_bias(y)
         self._activate(y)

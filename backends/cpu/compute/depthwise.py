@@ -136,7 +136,7 @@ class DepthwiseKernel(Conv2DKernel):
 
     def _jit_setup(self, kh: int, kw: int, sh: int, dh: int, dw: int) -> None:
         """Arguments of the compiled kernel: buffers seen as its contiguous layouts (views, no copies)."""
-        lo, hi = (0.0, 6.0) if self.params.relu6 else (0.0, np.inf) if self.params.relu else (-np.inf, np.inf)
+        lo, hi = self.clamp_bounds()
         if self.nc4:
             s, n, c4, hp, wq, _ = self.xp.shape
             ow = self.out_shape[3]

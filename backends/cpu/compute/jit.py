@@ -3,9 +3,10 @@
 Why: a depthwise convolution in numpy is ~2 x kh x kw whole-tensor passes (one multiply and one add per tap), each
 streaming the feature map through the caches: 3 GFLOP/s on MobileNetV2, 39% of its run. A compiled loop reads each
 input once per tap from L1: 7-17 GFLOP/s on the same shapes. Likewise exp (numpy's float32 exp is slow without
-AVX-512), GELU, LayerNorm, and the passes that follow a BLAS GEMM (bias + activation + layout store, bias + GELU,
-bias + residual add). The kernels (``jit_kernels``) are plain Python loops compiled by numba, written in this package
-like the numpy ones; they are chosen when a kernel is made (pre-inference), and the profile names them (``-jit``).
+AVX-512), GELU, LayerNorm, the attention's key centring, and the passes that follow a BLAS GEMM (bias + activation +
+layout store, bias + residual add). The kernels (``jit_kernels``) are plain Python loops compiled by numba, written
+in this package like the numpy ones; they are chosen when a kernel is made (pre-inference), and the profile names
+them (``-jit``).
 
 Policy: only ops whose numpy path takes many passes use them. Where numpy is within reach of a loop (the GEMM-bound
 Winograd and im2col convolutions; PERF.md has the measured attempt), the numpy kernel stays, so a session with none of

@@ -1,8 +1,9 @@
 """numba-compiled kernels (imported only through ``jit.kernels()``). Each is compiled eagerly for one signature of
 C-contiguous float32 arrays, so the compile (or the load from numba's cache) happens at import, in pre-inference.
 
-``nogil``: thread lanes run them concurrently; ``fastmath={"contract"}`` lets a multiply-add become one FMA (the
-numpy paths round twice: results differ by float32 rounding only). Loops are written so that the innermost one
+``nogil``: thread lanes run them concurrently. Fast-math without nnan / ninf (``_FAST``): a multiply-add may become
+one FMA and divisions reciprocals (results differ from the numpy paths by float32 rounding only), while inf and NaN
+keep their meaning. Loops are written so that the innermost one
 runs over contiguous memory with no index arithmetic LLVM cannot vectorise.
 """
 
@@ -232,7 +233,7 @@ def layer_norm(x, y, gamma, beta, eps, rms):  # pragma: no cover - compiled
             out[j] = (row[j] - mean) * inv * gamma[j] + beta[j]
 
 
-@nb.njit(nb.void(_ro(2), _ro(1), _F4[:, :, :, :, :], _F4, _F4), **_VEC)
+@nb.njit(nb.void(_F4[:, ::1], _ro(1), _F4[:, :, :, :, :], _F4, _F4), **_VEC)
 def store_nc4(y, bias, out, lo, hi):  # pragma: no cover - compiled
     """``out[n, c // 4, i, j, c % 4] = clamp(y[(n, i, j), c] + bias[c], lo, hi)``: an NHWC GEMM result [N*OH*OW,
     OCp] into NC4HW4 ``out`` [N, OC4, OH, OW, 4] (any strides) in one pass, bias and activation included."""

@@ -93,7 +93,7 @@ class Binary(CPUExecution):
 
         kernel = getattr(producer, "kernel", None)
         flat = _plain_flat(kernel)
-        if flat is None or not self.physical or self.fn is not np.add or len(self.operands) != 2 or self.relu \
+        if flat is None or not self.physical or self.fn is not np.add or len(self.operands) != 2 \
                 or getattr(producer, "runtime_weights", True) or not jit.enabled() \
                 or any(isinstance(o, np.ndarray) or o.array.dtype != np.float32 for o in self.operands):
             return None
@@ -108,7 +108,8 @@ class Binary(CPUExecution):
         a, b = arrays[link[0]].reshape(m, n), arrays[1 - link[0]].reshape(m, n)
         out2 = out.reshape(m, n)
         k = jit.kernels()
-        bias, clamp = jit.readonly(kernel.bias_row), (np.float32(-np.inf), np.float32(np.inf))  # type: ignore
+        bias = jit.readonly(kernel.bias_row)  # type: ignore[union-attr]
+        clamp = (np.float32(0.0 if self.relu else -np.inf), np.float32(np.inf))  # activationType 1: ReLU
         if not np.shares_memory(out2, a) and not np.shares_memory(out2, b):
             add = partial(k.bias_add3, jit.readonly(a), bias, jit.readonly(b), out2, *clamp)  # type: ignore
         elif out2.ctypes.data in (a.ctypes.data, b.ctypes.data):  # the sum written over one operand

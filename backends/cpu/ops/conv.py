@@ -151,8 +151,7 @@ class Convolution(CPUExecution):
         if isinstance(first, Gemm1x1Kernel):  # the expand GEMM writes the depthwise's padded input itself
             # a compiled depthwise applies the expand's ReLU / ReLU6 to each input row as it first reads it: one
             # pass less over the widest tensor (MobileNetV2: 1.1 ms of clamps per run)
-            bounds = (0.0, 6.0) if first.params.relu6 else (0.0, np.inf) if first.params.relu else None
-            deferred = bounds is not None and middle.clamp_input(*bounds)
+            deferred = (first.params.relu or first.params.relu6) and middle.clamp_input(*first.clamp_bounds())
             fill = first.into_padded(producer.x_view, middle.phases, middle.chain_rows, middle.chain_phases,
                                      params.stride[1], activate=not deferred)
             return [fill, middle.run_filled, last]
