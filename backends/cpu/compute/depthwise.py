@@ -43,6 +43,10 @@ from .common import (
 # 112² x 96 2.15 -> 1.77 ms, 56² x 144 0.58 -> 0.51 ms; at 28² x 192 0.18 -> 0.21 and 14² x 576 0.12 -> 0.22 the
 # NHWC layout is faster.
 PHASE_MIN_OW = 28
+# 3 x 3 NHWC taps (``jit_kernels.depthwise3x3_nhwc``): output floats per flat chunk; its nine weight rows repeated
+# along the chunk take 9 x 32 KB at most per layer. Whole rows of MobileNetV2's layers (up to 56 x 144 = 8064
+# floats) beat 4096-float chunks there (56² x 144: 0.25 against 0.29 ms; 112² x 32: 0.31 against 0.32).
+DW3_CHUNK_FLOATS = 8192
 
 
 def phase_columns(sw: int, pl: int, w: int) -> list[tuple[int, int, int, int]]:
@@ -148,6 +152,13 @@ class DepthwiseKernel(Conv2DKernel):
             weights = self.weights if self.weights.ndim == 2 else np.ascontiguousarray(self.weights[:, 0])  # [taps, Cp]
             args = (phases, weights, self.bias_row.reshape(-1))
             self.jit_geometry = (phases.shape[0], kh, kw, sh, self.params.stride[1], dh, dw)
+            self.jit_nhwc = self.jit.depthwise_nhwc  # type: ignore[union-attr]
+            if (kh, kw) == (3, 3) and phases.shape[0] == self.params.stride[1]:  # contiguous taps: one pass per chunk
+                cp, ow = weights.shape[1], self.out_shape[3]
+                chunk = max(1, min(ow, DW3_CHUNK_FLOATS // cp))  # output pixels whose taps run as flat rows
+                args = (phases, np.tile(weights, (1, chunk)), np.tile(self.bias_row.reshape(-1), chunk))
+                self.jit_geometry = (sh, dh, dw)
+                self.jit_nhwc = self.jit.depthwise3x3_nhwc  # type: ignore[union-attr]
         # the padded input stays writable (an NHWC chain may clamp it in place: ``clamp_input``)
         self.jit_args = (args[0] if not self.nc4 else jit.readonly(args[0]), *(jit.readonly(a) for a in args[1:]))
         self.jit_act = (np.float32(lo), np.float32(hi))
@@ -197,8 +208,7 @@ class DepthwiseKernel(Conv2DKernel):
                 self.jit.depthwise_nc4(*self.jit_args, out.reshape(n, c4, oh, ow * PACK),  # type: ignore[union-attr]
                                        *self.jit_geometry, r0, r1, *self.jit_act)
             else:
-                self.jit.depthwise_nhwc(*self.jit_args, self.acc, *self.jit_geometry, r0, r1, *self.jit_act,
-                                        *self.jit_input)
+                self.jit_nhwc(*self.jit_args, self.acc, *self.jit_geometry, r0, r1, *self.jit_act, *self.jit_input)
             return
         acc = out[:, :, r0:r1] if self.acc is None else self.acc[:, r0:r1]  # type: ignore[index]
         np.multiply(taps[0], self.weights[0], out=acc)

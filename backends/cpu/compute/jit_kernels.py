@@ -93,6 +93,61 @@ def depthwise_nhwc(xph, w, b, out, phases, kh, kw, sh, sw, dh, dw, r0, r1, lo, h
                         out[bn, i, j, k] = hi if v > hi else v
 
 
+@nb.njit(nb.void(_F4[:, :, :, :, ::1], _ro(2), _ro(1), _F4[:, :, :, ::1], _I8, _I8, _I8, _I8, _I8, _F4, _F4,
+                 nb.boolean, _F4, _F4), **_FLAGS)
+def depthwise3x3_nhwc(xph, wrep, brep, out, sh, dh, dw, r0, r1, lo, hi, clamp_in, in_lo,
+                      in_hi):  # pragma: no cover
+    """``depthwise_nhwc`` for 3 x 3 taps whose columns are contiguous (xph [S, N, Hp, Wq, Cp] with S = the
+    stride-x phases, as a chain keeps them): all nine taps summed per output float in one pass.
+
+    wrep [9, L] / brep [L]: each tap's weights (the bias) repeated along a chunk of L / Cp output pixels, so that a
+    chunk of output pixels and the nine input runs it reads are flat contiguous runs of L floats and the one inner
+    loop is long and has no index arithmetic: 9 loads of input, 9 of weights and one store per 16 outputs (the
+    per-tap kernel loads and stores its accumulator on every tap, and its Cp-long inner loop is mostly epilogue at
+    Cp = 32). 1.6-2.2x ``depthwise_nhwc`` on MobileNetV2's shapes (112² x 32: 0.68 -> 0.31 ms, 56² x 144: 0.61 ->
+    0.25), AVX-512 host, hot. ``clamp_in`` as in ``depthwise_nhwc``."""
+    phases = xph.shape[0]
+    n, _, ow, cp = out.shape
+    hp = xph.shape[2]
+    chunk = wrep.shape[1] // cp
+    xf = xph.reshape(phases, n, hp, xph.shape[3] * cp)
+    of = out.reshape(n, out.shape[1], ow * cp)
+    p1, p2 = dw % phases, (2 * dw) % phases  # the phase and the first column (in floats) of taps dj = 0, 1, 2
+    c1, c2 = (dw // phases) * cp, ((2 * dw) // phases) * cp
+    w0, w1, w2, w3, w4, w5, w6, w7, w8 = wrep[0], wrep[1], wrep[2], wrep[3], wrep[4], wrep[5], wrep[6], wrep[7], \
+        wrep[8]
+    for bn in range(n):
+        ready = 0  # input rows clamped so far (clamp_in)
+        for i in range(r0, r1):
+            y0 = i * sh
+            y1, y2 = y0 + dh, y0 + 2 * dh
+            if clamp_in:
+                last = min(y2 + 1, hp)
+                for yy in range(ready, last):
+                    for ph in range(phases):
+                        row = xf[ph, bn, yy]
+                        for m in range(row.shape[0]):
+                            v = row[m]
+                            v = in_lo if v < in_lo else v
+                            row[m] = in_hi if v > in_hi else v
+                ready = max(ready, last)
+            top0, top1, top2 = xf[0, bn, y0], xf[p1, bn, y0], xf[p2, bn, y0]
+            mid0, mid1, mid2 = xf[0, bn, y1], xf[p1, bn, y1], xf[p2, bn, y1]
+            bot0, bot1, bot2 = xf[0, bn, y2], xf[p1, bn, y2], xf[p2, bn, y2]
+            for j0 in range(0, ow, chunk):
+                s = j0 * cp
+                size = (min(j0 + chunk, ow) - j0) * cp
+                o = of[bn, i][s: s + size]  # slices: indices from 0, no wraparound checks, vectorised
+                a0, a1, a2 = top0[s: s + size], top1[s + c1: s + c1 + size], top2[s + c2: s + c2 + size]
+                b0, b1, b2 = mid0[s: s + size], mid1[s + c1: s + c1 + size], mid2[s + c2: s + c2 + size]
+                d0, d1, d2 = bot0[s: s + size], bot1[s + c1: s + c1 + size], bot2[s + c2: s + c2 + size]
+                for m in range(size):
+                    v = (brep[m] + a0[m] * w0[m] + a1[m] * w1[m] + a2[m] * w2[m] + b0[m] * w3[m] + b1[m] * w4[m]
+                         + b2[m] * w5[m] + d0[m] * w6[m] + d1[m] * w7[m] + d2[m] * w8[m])
+                    v = lo if v < lo else v
+                    o[m] = hi if v > hi else v
+
+
 @nb.njit(nb.void(_ro(5), _ro(3), _ro(2), _F4[:, :, :, ::1], _I8, _I8, _I8, _I8, _I8, _I8, _I8, _F4, _F4), **_FLAGS)
 def depthwise_nc4(xph, w, b, out, kh, kw, sh, dh, dw, r0, r1, lo, hi):  # pragma: no cover
     """Depthwise taps in NC4HW4, one output row of one channel block at a time (its OW x 4 floats stay in L1).

@@ -19,18 +19,19 @@ from onnx import numpy_helper as nh  # noqa: E402
 
 
 def _model(tmp_path: Path, c: int, e: int, out: int, hw: int, stride: int, side_op: bool = False,
-           stem: bool = False, batch: int = 1, expand_act: bool = True) -> Path:
+           stem: bool = False, batch: int = 1, expand_act: bool = True, k: int = 3, dilation: int = 1) -> Path:
     """x [1, C, HW, HW] -> expand 1x1 (E) -> ReLU6 -> depthwise 3x3 / stride -> ReLU6 -> project 1x1 (OUT), plus x
     when the shapes allow (a residual); ``side_op``: a Relu of x placed between the expand and the depthwise;
     ``stem``: a 3x3 stride-2 convolution (im2col) instead of the expand, on an input of 2 HW; ``expand_act``
-    False: no ReLU6 after the expand (its bias alone must not leak into the depthwise's zero border)."""
+    False: no ReLU6 after the expand (its bias alone must not leak into the depthwise's zero border); ``k`` x ``k``
+    depthwise taps ``dilation`` apart (same padding)."""
     from mnnpy.converter import convert
 
     rng = np.random.default_rng(c * 100 + e + stride)
     k1 = 3 if stem else 1
     inits = [nh.from_array((rng.standard_normal((e, c, k1, k1)) / np.sqrt(c * k1 * k1)).astype(np.float32), "w1"),
              nh.from_array(rng.standard_normal(e).astype(np.float32), "b1"),
-             nh.from_array((rng.standard_normal((e, 1, 3, 3)) / 3).astype(np.float32), "w2"),
+             nh.from_array((rng.standard_normal((e, 1, k, k)) / k).astype(np.float32), "w2"),
              nh.from_array(rng.standard_normal(e).astype(np.float32), "b2"),
              nh.from_array((rng.standard_normal((out, e, 1, 1)) / np.sqrt(e)).astype(np.float32), "w3"),
              nh.from_array(rng.standard_normal(out).astype(np.float32), "b3"),
@@ -40,8 +41,9 @@ def _model(tmp_path: Path, c: int, e: int, out: int, hw: int, stride: int, side_
              h.make_node("Clip", ["a", "lo", "hi"], ["a6"]) if expand_act else h.make_node("Identity", ["a"], ["a6"])]
     if side_op:
         nodes.append(h.make_node("Relu", ["x"], ["side"]))
-    nodes += [h.make_node("Conv", ["a6", "w2", "b2"], ["d"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
-                          strides=[stride, stride], group=e),
+    pad = dilation * (k // 2)
+    nodes += [h.make_node("Conv", ["a6", "w2", "b2"], ["d"], kernel_shape=[k, k], pads=[pad] * 4,
+                          strides=[stride, stride], dilations=[dilation] * 2, group=e),
               h.make_node("Clip", ["d", "lo", "hi"], ["d6"]),
               h.make_node("Conv", ["d6", "w3", "b3"], ["p"], kernel_shape=[1, 1])]
     ohw = (hw - 1) // stride + 1
@@ -79,13 +81,14 @@ def _onnxruntime(src: Path, x: np.ndarray) -> np.ndarray:
     return ort.InferenceSession(str(src), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
 
 
-@pytest.mark.parametrize(("c", "e", "out", "hw", "stride", "batch"), [(16, 96, 16, 14, 1, 1), (16, 96, 24, 15, 2, 1),
-                                                                      (6, 30, 6, 9, 1, 1), (5, 22, 7, 12, 2, 1),
-                                                                      (24, 144, 24, 56, 1, 1), (8, 48, 8, 10, 1, 2),
-                                                                      (8, 48, 12, 11, 2, 3)])
+@pytest.mark.parametrize(("c", "e", "out", "hw", "stride", "batch", "k", "dilation"),
+                         [(16, 96, 16, 14, 1, 1, 3, 1), (16, 96, 24, 15, 2, 1, 3, 1), (6, 30, 6, 9, 1, 1, 3, 1),
+                          (5, 22, 7, 12, 2, 1, 3, 1), (24, 144, 24, 56, 1, 1, 3, 1), (8, 48, 8, 10, 1, 2, 3, 1),
+                          (8, 48, 12, 11, 2, 3, 3, 1), (8, 40, 8, 13, 1, 1, 3, 2), (6, 36, 10, 13, 2, 1, 3, 2),
+                          (8, 40, 8, 12, 1, 1, 5, 1), (8, 44, 12, 13, 2, 1, 5, 1)])
 def test_inverted_residual_chains_and_matches(tmp_path: Path, c: int, e: int, out: int, hw: int, stride: int,
-                                              batch: int, cpu_impl: str) -> None:
-    src = _model(tmp_path, c, e, out, hw, stride, batch=batch)
+                                              batch: int, k: int, dilation: int, cpu_impl: str) -> None:
+    src = _model(tmp_path, c, e, out, hw, stride, batch=batch, k=k, dilation=dilation)
     x = np.random.default_rng(hw).standard_normal((batch, c, hw, hw)).astype(np.float32)
     fast, plain, session = _run(src, x)
     chained = [cmd for cmd in session.commands if id(cmd) in session.scheduler.fused]
@@ -95,6 +98,9 @@ def test_inverted_residual_chains_and_matches(tmp_path: Path, c: int, e: int, ou
     assert fill.func.__name__ == "_run_padded" and fill.args[2] == (cpu_impl == "numpy")
     project = session.scheduler.fused[id(chained[2])].func.__self__  # its bias + NC4HW4 store: one compiled pass
     assert (project.store_jit is not None) == (cpu_impl == "jit")
+    middle = session.scheduler.fused[id(chained[1])].__self__  # 3 x 3: the nine taps in one pass per chunk
+    kernel = getattr(getattr(middle, "jit_nhwc", None), "__name__", None)
+    assert kernel == (None if cpu_impl == "numpy" else "depthwise3x3_nhwc" if k == 3 else "depthwise_nhwc")
     want = _onnxruntime(src, x)
     scale = max(float(np.abs(want).max()), 1.0)
     assert np.abs(fast - want).max() <= 1e-5 * scale
