@@ -140,10 +140,12 @@ class Gemm1x1Kernel(Conv2DKernel):
         icg, ocg = c // g, oc // g
         m = n * h * w
         # Plain ungrouped GEMM behind layout copies: the bias rides in the GEMM as one more row of the weights
-        # against a constant-1 column of x (padded to a 4-column block): no separate pass over the output
-        # ([12544, 16] @ [16, 96]: 0.50 -> 0.37 ms with the bias; 3-20% on MobileNetV2's other 1x1 shapes).
+        # against a constant-1 column of x: no separate pass over the output ([12544, 16] @ [16, 96]: 0.50 -> 0.37
+        # ms with the bias; 3-20% on MobileNetV2's other 1x1 shapes). One column, not a 4-column block: K = Cp + 1
+        # (odd row strides are fine for OpenBLAS's packing), so the few-column GEMMs (bound by their K) do 1/K more
+        # work, not 4/K: MobileNetV2's expand GEMMs 3.43 -> 3.23 ms hot (12768 x 17 x 96: 0.59 -> 0.52).
         self.folded = g == 1 and h * w != 1 and plan.algorithm != "strassen"
-        self.x_gemm = np.zeros((m, cp + PACK if self.folded else cp), dtype=np.float32)
+        self.x_gemm = np.zeros((m, cp + 1 if self.folded else cp), dtype=np.float32)
         if self.folded:
             self.x_gemm[:, cp] = 1.0
         self.x_mat = self.x_gemm[:, :cp]
@@ -158,7 +160,7 @@ class Gemm1x1Kernel(Conv2DKernel):
         if g == 1:
             # one weight array: the folded GEMM's [Cp + 4, OCp] (bias row at Cp) or just [Cp, OCp]; `weight` is its
             # first Cp rows (a contiguous view). A second copy doubled the weights in memory (BERT-4L: +12.6 MB).
-            self.w_gemm = static_zeros((cp + PACK if self.folded else cp, ocp), np.float32)  # huge pages
+            self.w_gemm = static_zeros((cp + 1 if self.folded else cp, ocp), np.float32)  # huge pages
             self.w_gemm[:c, :oc] = wg[0].T
             if self.folded:
                 self.w_gemm[cp] = self.bias_row

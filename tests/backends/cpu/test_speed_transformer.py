@@ -153,7 +153,7 @@ def test_gemm1x1_keeps_one_copy_of_its_weights(x_shape: tuple) -> None:
 
     kernel = make_conv2d_kernel(make_conv(20, 24, (1, 1)), 12, x_shape, force="gemm1x1")
     assert np.shares_memory(kernel.weight, kernel.w_gemm) and kernel.weight.flags.c_contiguous
-    assert kernel.w_gemm.shape[0] == 20 + (4 if kernel.folded else 0) and kernel.folded == (x_shape[2] > 1)
+    assert kernel.w_gemm.shape[0] == 20 + (1 if kernel.folded else 0) and kernel.folded == (x_shape[2] > 1)  # bias row
 
 
 def test_gelu_erf_sigmoid_form_matches_float64(cpu_impl: str) -> None:
