@@ -16,6 +16,9 @@ from mnnpy.core import session
 from mnnpy.core.registry import cpu_kernel
 
 OT = fb.OpType
+# A chain split over lanes (``Convolution._lane_chains``) hands off once for three ops, so each lane's share may be
+# smaller than a single kernel's (``strategy.LANE_MIN_FLOPS``).
+CHAIN_LANE_MIN_FLOPS = 1e7
 
 
 def _with_output_pads(conv: Any, in_shape: tuple[int, ...], out_shape: tuple[int, ...]) -> Any:
@@ -35,6 +38,15 @@ def _with_output_pads(conv: Any, in_shape: tuple[int, ...], out_shape: tuple[int
     new = copy.copy(conv)
     new.common = common
     return new
+
+
+def _in_turn(calls: tuple[Callable[[], None], ...]) -> None:
+    for call in calls:
+        call()
+
+
+def _nothing() -> None:
+    """The run of a command whose work a chain's lanes did (``Convolution._lane_chains``)."""
 
 
 @cpu_kernel(OT.Convolution, OT.ConvolutionDepthwise, OT.Deconvolution, OT.DeconvolutionDepthwise,
@@ -131,6 +143,11 @@ class Convolution(CPUExecution):
         from mnnpy.backends.cpu.compute.im2col import Im2ColKernel
 
         first, second = (getattr(e, "kernel", None) for e in (producer, consumer))
+        lanes = self._chain_lanes(first, second)
+        if lanes > 1:
+            calls = self._lane_chains(producer, consumer, lanes)
+            if calls is not None:
+                return calls
         if self.op.type != OT.ConvolutionDepthwise or not isinstance(self.kernel, DepthwiseKernel) \
                 or len(self.kernel.bands) != 1 or self.runtime_weights \
                 or not (isinstance(first, Gemm1x1Kernel | Im2ColKernel) and first.chains) \
@@ -156,6 +173,77 @@ class Convolution(CPUExecution):
                                      params.stride[1], activate=not deferred)
             return [fill, middle.run_filled, last]
         return [partial(first.run_to_nhwc, producer.x_view), partial(middle.run_nhwc, first.y), last]
+
+    def _chain_lanes(self, first: Any, second: Any) -> int:
+        """Lanes for an expand -> depthwise -> project chain with ``numThread`` > 1 (1: none; see _lane_chains)."""
+        from mnnpy.core.strategy import lane_count
+        from mnnpy.backends.cpu.compute.depthwise import DepthwiseKernel
+        from mnnpy.backends.cpu.compute.gemm import Gemm1x1Kernel
+
+        if self.threads < 2 or self.op.type != OT.ConvolutionDepthwise or self.runtime_weights \
+                or not isinstance(self.kernel, DepthwiseKernel) \
+                or not all(isinstance(k, Gemm1x1Kernel) and k.x_groups is None for k in (first, second)):
+            return 1
+        n, e, h, w = self.kernel.in_shape
+        _, _, oh, ow = self.kernel.out_shape
+        kh, kw = self.kernel.params.kernel
+        flops = 2.0 * n * (h * w * first.in_shape[1] * e + oh * ow * e * (kh * kw + second.out_shape[1]))
+        return min(lane_count(self.threads, flops, CHAIN_LANE_MIN_FLOPS), oh)
+
+    def _lane_chains(self, producer: Any, consumer: Any, lanes: int) -> list[Callable[[], None]] | None:
+        """The chain of ``fuse_between`` split by bands of output rows over ``lanes`` lanes, each lane running its
+        band's whole chain: the expand GEMM of the input rows the band's taps read (a halo of (kh - 1) x dh rows
+        computed by both neighbours), the depthwise and the project GEMM, into the band's rows of the output. No
+        lane waits for another until the chain ends (one hand-off per chain instead of one per op, and no NC4HW4
+        round trip of the expanded tensors, which the two-lane kernels unchained made). Each lane has its own
+        kernels over its sub-shapes (sharing the full kernels' weight arrays) and scratch pool.
+        Where the arena gave the output the input's memory (the input dies at the expand), a lane's project would
+        overwrite input rows another lane has yet to read: then the lanes meet once more, after the depthwise.
+        None where the sub-kernels cannot chain (the caller then tries the one-lane chain)."""
+        from dataclasses import replace
+
+        from mnnpy.backends.cpu.compute.blas import run_lanes
+        from mnnpy.backends.cpu.compute.conv import conv2d_params, conv_weights
+        from mnnpy.backends.cpu.compute.depthwise import DepthwiseKernel
+        from mnnpy.backends.cpu.compute.gemm import Gemm1x1Kernel
+
+        first, second = producer.kernel, consumer.kernel
+        n, e, h, w = self.kernel.in_shape
+        ow = self.kernel.out_shape[3]
+        params = conv2d_params(self.params, self.op.type, self.kernel.in_shape)
+        (kh, _), (sh, sw), (dh, _), (pt, pl, _, pr) = params.kernel, params.stride, params.dilation, params.pads
+        dw_weights = conv_weights(self.params, params)
+        oh = self.kernel.out_shape[2]
+        step = -(-oh // lanes)
+        heads, tails = [], []  # per lane: expand + depthwise, project
+        for k, r0 in enumerate(range(0, oh, step)):
+            r1 = min(r0 + step, oh)
+            top, bottom = r0 * sh - pt, (r1 - 1) * sh + (kh - 1) * dh + 1 - pt  # input rows the band reads
+            a, b = max(top, 0), min(bottom, h)
+            pool = self.backend.scratch_pool("conv-scratch" if k == 0 else f"conv-chain-lane{k}")
+            band = replace(params, pads=(a - top, pl, bottom - b, pr))
+            middle = DepthwiseKernel(band, self.kernel.plan, (n, e, b - a, w), *dw_weights, chain=pool)
+            expand = Gemm1x1Kernel(first.params, replace(first.plan, threads=1), (n, first.in_shape[1], b - a, w),
+                                   *conv_weights(producer.params, first.params), scratch=pool)
+            project = Gemm1x1Kernel(second.params, replace(second.plan, threads=1), (n, e, r1 - r0, ow),
+                                    *conv_weights(consumer.params, second.params), scratch=pool)
+            if tuple(middle.out_shape) != (n, e, r1 - r0, ow) or not (expand.chains and project.chains) \
+                    or expand.y.shape != (n, b - a, w, 4 * -(-e // 4)):
+                return None
+            for sub, full in ((expand, first), (project, second)):  # one copy of the weights
+                if sub.w_gemm.shape == full.w_gemm.shape:
+                    sub.w_gemm, sub.weight = full.w_gemm, full.weight
+            if middle.jit is not None:
+                project.compiled_store()
+            deferred = (expand.params.relu or expand.params.relu6) and middle.clamp_input(*expand.clamp_bounds())
+            fill = expand.into_padded(producer.x_view[:, :, a:b], middle.phases, middle.chain_rows,
+                                      middle.chain_phases, sw, activate=not deferred)
+            heads.append(partial(_in_turn, (fill, middle.run_filled)))
+            tails.append(partial(project.run_from_nhwc, middle.acc, consumer.y_view[:, :, r0:r1]))
+        if np.may_share_memory(producer.x_view, consumer.y_view):
+            return [partial(run_lanes, heads, lanes), partial(run_lanes, tails, lanes), _nothing]
+        return [partial(run_lanes, [partial(_in_turn, pair) for pair in zip(heads, tails, strict=True)], lanes),
+                _nothing, _nothing]
 
     def fuse_after(self, producer: Any) -> list[Callable[[], None]] | None:
         """Winograd -> Winograd (a UNet's double convolution, ResNet's basic blocks): the producer stores its

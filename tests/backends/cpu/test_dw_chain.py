@@ -19,12 +19,14 @@ from onnx import numpy_helper as nh  # noqa: E402
 
 
 def _model(tmp_path: Path, c: int, e: int, out: int, hw: int, stride: int, side_op: bool = False,
-           stem: bool = False, batch: int = 1, expand_act: bool = True, k: int = 3, dilation: int = 1) -> Path:
+           stem: bool = False, batch: int = 1, expand_act: bool = True, k: int = 3, dilation: int = 1,
+           keep_input: bool = False) -> Path:
     """x [1, C, HW, HW] -> expand 1x1 (E) -> ReLU6 -> depthwise 3x3 / stride -> ReLU6 -> project 1x1 (OUT), plus x
     when the shapes allow (a residual); ``side_op``: a Relu of x placed between the expand and the depthwise;
     ``stem``: a 3x3 stride-2 convolution (im2col) instead of the expand, on an input of 2 HW; ``expand_act``
     False: no ReLU6 after the expand (its bias alone must not leak into the depthwise's zero border); ``k`` x ``k``
-    depthwise taps ``dilation`` apart (same padding)."""
+    depthwise taps ``dilation`` apart (same padding); ``keep_input``: the block reads a 1x1 convolution of x, which a
+    ReduceMean after the block also reads (so the block's output cannot take its memory in the arena)."""
     from mnnpy.converter import convert
 
     rng = np.random.default_rng(c * 100 + e + stride)
@@ -36,8 +38,13 @@ def _model(tmp_path: Path, c: int, e: int, out: int, hw: int, stride: int, side_
              nh.from_array((rng.standard_normal((out, e, 1, 1)) / np.sqrt(e)).astype(np.float32), "w3"),
              nh.from_array(rng.standard_normal(out).astype(np.float32), "b3"),
              nh.from_array(np.array(0.0, np.float32), "lo"), nh.from_array(np.array(6.0, np.float32), "hi")]
-    nodes = [h.make_node("Conv", ["x", "w1", "b1"], ["a"], kernel_shape=[1, 1]) if not stem else
-             h.make_node("Conv", ["x", "w1", "b1"], ["a"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+    src = "x"
+    if keep_input:
+        inits.append(nh.from_array((rng.standard_normal((c, c, 1, 1)) / np.sqrt(c)).astype(np.float32), "w0"))
+        nodes0 = [h.make_node("Conv", ["x", "w0"], ["x0"], kernel_shape=[1, 1])]
+        src = "x0"
+    nodes = [h.make_node("Conv", [src, "w1", "b1"], ["a"], kernel_shape=[1, 1]) if not stem else
+             h.make_node("Conv", [src, "w1", "b1"], ["a"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
              h.make_node("Clip", ["a", "lo", "hi"], ["a6"]) if expand_act else h.make_node("Identity", ["a"], ["a6"])]
     if side_op:
         nodes.append(h.make_node("Relu", ["x"], ["side"]))
@@ -47,7 +54,10 @@ def _model(tmp_path: Path, c: int, e: int, out: int, hw: int, stride: int, side_
               h.make_node("Clip", ["d", "lo", "hi"], ["d6"]),
               h.make_node("Conv", ["d6", "w3", "b3"], ["p"], kernel_shape=[1, 1])]
     ohw = (hw - 1) // stride + 1
-    if side_op:
+    if keep_input:
+        nodes = nodes0 + nodes + [h.make_node("ReduceMean", ["x0"], ["m0"], axes=[1, 2, 3], keepdims=1),
+                                  h.make_node("Add", ["p", "m0"], ["y"])]
+    elif side_op:
         nodes.append(h.make_node("ReduceMean", ["side"], ["sm"], keepdims=1))
         nodes.append(h.make_node("Add", ["p", "sm"], ["y"]))
     elif stride == 1 and out == c and not stem:
@@ -153,10 +163,55 @@ def test_stem_chains_and_matches(tmp_path: Path, cpu_impl: str) -> None:
     np.testing.assert_allclose(fast, plain, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize(("c", "e", "out", "hw", "stride", "batch", "k", "dilation", "threads"),
+                         [(16, 96, 16, 28, 1, 1, 3, 1, 2), (16, 96, 24, 15, 2, 1, 3, 1, 2), (8, 48, 12, 11, 2, 3, 3, 1, 3),
+                          (8, 40, 8, 13, 1, 1, 3, 2, 2), (6, 36, 10, 13, 2, 1, 3, 2, 3), (8, 40, 8, 12, 1, 2, 5, 1, 2),
+                          (8, 44, 12, 7, 2, 1, 5, 1, 4)])
+@pytest.mark.parametrize("keep_input", [False, True])
+def test_chain_split_over_lanes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, c: int, e: int, out: int, hw: int,
+                                stride: int, batch: int, k: int, dilation: int, threads: int, keep_input: bool,
+                                cpu_impl: str) -> None:
+    """numThread > 1: each lane runs its band of output rows through the whole chain (expand rows with their halo,
+    depthwise, project): the expand command runs the lanes, the other two have nothing left to do; where the output
+    has the input's memory (the block's input dies at the expand), the lanes meet again before the projects."""
+    from mnnpy.backends.cpu.ops import conv
+
+    monkeypatch.setattr(conv, "CHAIN_LANE_MIN_FLOPS", 1.0)  # lanes even for these small blocks
+    src = _model(tmp_path, c, e, out, hw, stride, batch=batch, k=k, dilation=dilation, keep_input=keep_input)
+    x = np.random.default_rng(hw).standard_normal((batch, c, hw, hw)).astype(np.float32)
+    fast, plain, session = _run(src, x, threads=threads)
+    chained = [cmd for cmd in session.commands if id(cmd) in session.scheduler.fused]
+    assert [cmd.op_type for cmd in chained] == [12, 13, 12]
+    runs = [session.scheduler.fused[id(cmd)] for cmd in chained]
+    ohw = (hw - 1) // stride + 1
+    assert runs[0].func.__name__ == "run_lanes" and len(runs[0].args[0]) == min(threads, ohw)
+    x_view, y_view = chained[0].execution.x_view, chained[2].execution.y_view
+    assert np.may_share_memory(x_view, y_view) != keep_input  # the two arena layouts a chain meets
+    if keep_input:
+        assert [r.__name__ for r in runs[1:]] == ["_nothing", "_nothing"]
+    else:
+        assert runs[1].func.__name__ == "run_lanes" and runs[2].__name__ == "_nothing"
+    want = _onnxruntime(src, x)
+    scale = max(float(np.abs(want).max()), 1.0)
+    assert np.abs(fast - want).max() <= 1e-5 * scale
+    np.testing.assert_allclose(fast, plain, rtol=1e-5, atol=1e-5 * scale)
+    interp = Interpreter(str(src.with_suffix(".mnn")))  # new values, same session: each lane clamps its rows anew
+    s2 = interp.createSession({"numThread": threads})
+    for seed in (1, 2):
+        x2 = np.random.default_rng(seed).standard_normal(x.shape).astype(np.float32) * 3
+        interp.getSessionInput(s2).copyFrom(x2)
+        interp.runSession(s2)
+        want2 = _onnxruntime(src, x2)
+        got = interp.getSessionOutput(s2).getNumpyData()
+        assert np.abs(got - want2).max() <= 1e-5 * max(float(np.abs(want2).max()), 1.0)
+
+
 def test_no_chain_with_lanes_or_a_command_between(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from mnnpy.backends.cpu.compute import blas
+    from mnnpy.backends.cpu.ops import conv
 
     monkeypatch.setattr(blas, "LANE_MIN_FLOPS", 1.0)  # lanes even for this small block
+    monkeypatch.setattr(conv, "CHAIN_LANE_MIN_FLOPS", 1e12)  # ...but not for the chain as a whole
     x = np.random.default_rng(3).standard_normal((1, 16, 28, 28)).astype(np.float32)
     src = _model(tmp_path, 16, 96, 16, 28, 1)
     fast, plain, session = _run(src, x, threads=2)  # the depthwise splits its rows over two lanes: no chain
