@@ -176,9 +176,10 @@ class Convolution(CPUExecution):
 
     def _chain_lanes(self, first: Any, second: Any) -> int:
         """Lanes for an expand -> depthwise -> project chain with ``numThread`` > 1 (1: none; see _lane_chains)."""
-        from mnnpy.core.strategy import lane_count
         from mnnpy.backends.cpu.compute.depthwise import DepthwiseKernel
         from mnnpy.backends.cpu.compute.gemm import Gemm1x1Kernel
+
+        from mnnpy.core.strategy import lane_count
 
         if self.threads < 2 or self.op.type != OT.ConvolutionDepthwise or self.runtime_weights \
                 or not isinstance(self.kernel, DepthwiseKernel) \

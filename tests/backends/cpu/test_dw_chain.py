@@ -164,9 +164,9 @@ def test_stem_chains_and_matches(tmp_path: Path, cpu_impl: str) -> None:
 
 
 @pytest.mark.parametrize(("c", "e", "out", "hw", "stride", "batch", "k", "dilation", "threads"),
-                         [(16, 96, 16, 28, 1, 1, 3, 1, 2), (16, 96, 24, 15, 2, 1, 3, 1, 2), (8, 48, 12, 11, 2, 3, 3, 1, 3),
-                          (8, 40, 8, 13, 1, 1, 3, 2, 2), (6, 36, 10, 13, 2, 1, 3, 2, 3), (8, 40, 8, 12, 1, 2, 5, 1, 2),
-                          (8, 44, 12, 7, 2, 1, 5, 1, 4)])
+                         [(16, 96, 16, 28, 1, 1, 3, 1, 2), (16, 96, 24, 15, 2, 1, 3, 1, 2),
+                          (8, 48, 12, 11, 2, 3, 3, 1, 3), (8, 40, 8, 13, 1, 1, 3, 2, 2), (6, 36, 10, 13, 2, 1, 3, 2, 3),
+                          (8, 40, 8, 12, 1, 2, 5, 1, 2), (8, 44, 12, 7, 2, 1, 5, 1, 4)])
 @pytest.mark.parametrize("keep_input", [False, True])
 def test_chain_split_over_lanes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, c: int, e: int, out: int, hw: int,
                                 stride: int, batch: int, k: int, dilation: int, threads: int, keep_input: bool,
