@@ -242,8 +242,8 @@ class Convolution(CPUExecution):
             heads.append(partial(_in_turn, (fill, middle.run_filled)))
             tails.append(partial(project.run_from_nhwc, middle.acc, consumer.y_view[:, :, r0:r1]))
         if np.may_share_memory(producer.x_view, consumer.y_view):
-            return [partial(run_lanes, heads, lanes), partial(run_lanes, tails, lanes), _nothing]
-        return [partial(run_lanes, [partial(_in_turn, pair) for pair in zip(heads, tails, strict=True)], lanes),
+            return [partial(run_lanes, heads, lanes, True), partial(run_lanes, tails, lanes, True), _nothing]
+        return [partial(run_lanes, [partial(_in_turn, pair) for pair in zip(heads, tails, strict=True)], lanes, True),
                 _nothing, _nothing]
 
     def fuse_after(self, producer: Any) -> list[Callable[[], None]] | None:

@@ -197,13 +197,16 @@ def test_chain_split_over_lanes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     np.testing.assert_allclose(fast, plain, rtol=1e-5, atol=1e-5 * scale)
     interp = Interpreter(str(src.with_suffix(".mnn")))  # new values, same session: each lane clamps its rows anew
     s2 = interp.createSession({"numThread": threads})
-    for seed in (1, 2):
+    for seed in (1, 2, 3):  # run 1 records the hand-offs, runs 2-3 send lanes 1.. to worker processes (Linux)
         x2 = np.random.default_rng(seed).standard_normal(x.shape).astype(np.float32) * 3
         interp.getSessionInput(s2).copyFrom(x2)
         interp.runSession(s2)
         want2 = _onnxruntime(src, x2)
         got = interp.getSessionOutput(s2).getNumpyData()
         assert np.abs(got - want2).max() <= 1e-5 * max(float(np.abs(want2).max()), 1.0)
+    procs = s2.main.lanes
+    assert procs is None or procs.dispatched >= 2, "the chain's lanes ran in the worker processes"
+    interp.releaseSession(s2)
 
 
 def test_no_chain_with_lanes_or_a_command_between(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
