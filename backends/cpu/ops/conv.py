@@ -178,23 +178,28 @@ class Convolution(CPUExecution):
         """Lanes for an expand -> depthwise -> project chain with ``numThread`` > 1 (1: none; see _lane_chains)."""
         from mnnpy.backends.cpu.compute.depthwise import DepthwiseKernel
         from mnnpy.backends.cpu.compute.gemm import Gemm1x1Kernel
+        from mnnpy.backends.cpu.compute.im2col import Im2ColKernel
 
         from mnnpy.core.strategy import lane_count
 
         if self.threads < 2 or self.op.type != OT.ConvolutionDepthwise or self.runtime_weights \
                 or not isinstance(self.kernel, DepthwiseKernel) \
-                or not all(isinstance(k, Gemm1x1Kernel) and k.x_groups is None for k in (first, second)):
+                or not ((isinstance(first, Gemm1x1Kernel) and first.x_groups is None)
+                        or (isinstance(first, Im2ColKernel) and first.params.group == 1)) \
+                or not (isinstance(second, Gemm1x1Kernel) and second.x_groups is None):
             return 1
         n, e, h, w = self.kernel.in_shape
         _, _, oh, ow = self.kernel.out_shape
         kh, kw = self.kernel.params.kernel
-        flops = 2.0 * n * (h * w * first.in_shape[1] * e + oh * ow * e * (kh * kw + second.out_shape[1]))
+        taps = first.params.kernel[0] * first.params.kernel[1]
+        flops = 2.0 * n * (h * w * first.in_shape[1] * e * taps + oh * ow * e * (kh * kw + second.out_shape[1]))
         return min(lane_count(self.threads, flops, CHAIN_LANE_MIN_FLOPS), oh)
 
     def _lane_chains(self, producer: Any, consumer: Any, lanes: int) -> list[Callable[[], None]] | None:
         """The chain of ``fuse_between`` split by bands of output rows over ``lanes`` lanes, each lane running its
-        band's whole chain: the expand GEMM of the input rows the band's taps read (a halo of (kh - 1) x dh rows
-        computed by both neighbours), the depthwise and the project GEMM, into the band's rows of the output. No
+        band's whole chain: the expand GEMM (or im2col stem) of the input rows the band's taps read (a halo of
+        (kh - 1) x dh rows computed by both neighbours), the depthwise and the project GEMM, into the band's rows of
+        the output. No
         lane waits for another until the chain ends (one hand-off per chain instead of one per op, and no NC4HW4
         round trip of the expanded tensors, which the two-lane kernels unchained made). Each lane has its own
         kernels over its sub-shapes (sharing the full kernels' weight arrays) and scratch pool.
@@ -224,27 +229,56 @@ class Convolution(CPUExecution):
             pool = self.backend.scratch_pool("conv-scratch" if k == 0 else f"conv-chain-lane{k}")
             band = replace(params, pads=(a - top, pl, bottom - b, pr))
             middle = DepthwiseKernel(band, self.kernel.plan, (n, e, b - a, w), *dw_weights, chain=pool)
-            expand = Gemm1x1Kernel(first.params, replace(first.plan, threads=1), (n, first.in_shape[1], b - a, w),
-                                   *conv_weights(producer.params, first.params), scratch=pool)
+            expand, rows = self._band_producer(first, producer.params, (a, b), pool)
             project = Gemm1x1Kernel(second.params, replace(second.plan, threads=1), (n, e, r1 - r0, ow),
                                     *conv_weights(consumer.params, second.params), scratch=pool)
             if tuple(middle.out_shape) != (n, e, r1 - r0, ow) or not (expand.chains and project.chains) \
                     or expand.y.shape != (n, b - a, w, 4 * -(-e // 4)):
                 return None
             for sub, full in ((expand, first), (project, second)):  # one copy of the weights
-                if sub.w_gemm.shape == full.w_gemm.shape:
+                if isinstance(sub, Gemm1x1Kernel) and sub.w_gemm.shape == full.w_gemm.shape:
                     sub.w_gemm, sub.weight = full.w_gemm, full.weight
             if middle.jit is not None:
                 project.compiled_store()
-            deferred = (expand.params.relu or expand.params.relu6) and middle.clamp_input(*expand.clamp_bounds())
-            fill = expand.into_padded(producer.x_view[:, :, a:b], middle.phases, middle.chain_rows,
-                                      middle.chain_phases, sw, activate=not deferred)
-            heads.append(partial(_in_turn, (fill, middle.run_filled)))
+            x_band = producer.x_view[:, :, rows[0]:rows[1]]
+            if isinstance(expand, Gemm1x1Kernel):  # the expand GEMM writes the padded input itself
+                deferred = (expand.params.relu or expand.params.relu6) \
+                    and middle.clamp_input(*expand.clamp_bounds())
+                fill = expand.into_padded(x_band, middle.phases, middle.chain_rows, middle.chain_phases, sw,
+                                          activate=not deferred)
+                heads.append(partial(_in_turn, (fill, middle.run_filled)))
+            else:  # a stem (im2col) into its NHWC rows, copied into the padded input
+                heads.append(partial(_in_turn, (partial(expand.run_to_nhwc, x_band),
+                                                partial(middle.run_nhwc, expand.y))))
             tails.append(partial(project.run_from_nhwc, middle.acc, consumer.y_view[:, :, r0:r1]))
         if np.may_share_memory(producer.x_view, consumer.y_view):
             return [partial(run_lanes, heads, lanes, True), partial(run_lanes, tails, lanes, True), _nothing]
         return [partial(run_lanes, [partial(_in_turn, pair) for pair in zip(heads, tails, strict=True)], lanes, True),
                 _nothing, _nothing]
+
+    @staticmethod
+    def _band_producer(first: Any, conv: Any, rows: tuple[int, int], pool: dict) -> tuple[Any, tuple[int, int]]:
+        """The chain producer's kernel for its output rows ``rows`` (one lane, the full kernel's parameters) and
+        the input rows it reads: the same rows for a 1x1 expand; for an im2col stem, its taps' rows, the pads
+        cut where the band's taps stay inside the image."""
+        from dataclasses import replace
+
+        from mnnpy.backends.cpu.compute.conv import conv_weights
+        from mnnpy.backends.cpu.compute.gemm import Gemm1x1Kernel
+        from mnnpy.backends.cpu.compute.im2col import Im2ColKernel
+
+        n, c, h, w = first.in_shape
+        a, b = rows
+        plan = replace(first.plan, threads=1)
+        if isinstance(first, Gemm1x1Kernel):
+            return Gemm1x1Kernel(first.params, plan, (n, c, b - a, w), *conv_weights(conv, first.params),
+                                 scratch=pool), rows
+        p = first.params
+        (k, _), (s, _), (d, _), (pt, pl, _, pr) = p.kernel, p.stride, p.dilation, p.pads
+        top, bottom = a * s - pt, (b - 1) * s + (k - 1) * d + 1 - pt
+        x0, x1 = max(top, 0), min(bottom, h)
+        band = replace(p, pads=(x0 - top, pl, bottom - x1, pr))
+        return Im2ColKernel(band, plan, (n, c, x1 - x0, w), *conv_weights(conv, band), scratch=pool), (x0, x1)
 
     def fuse_after(self, producer: Any) -> list[Callable[[], None]] | None:
         """Winograd -> Winograd (a UNet's double convolution, ResNet's basic blocks): the producer stores its
