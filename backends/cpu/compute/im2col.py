@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from mnnpy.core.strategy import IM2COL_TILE_BYTES, ConvPlan, output_tiles
+from mnnpy.core.strategy import IM2COL_LANE_WEIGHT, IM2COL_TILE_BYTES, ConvPlan, output_tiles
 
 from .blas import lane_count, new_claim, run_lanes
 from .common import (
@@ -79,7 +79,7 @@ class Im2ColKernel(Conv2DKernel):
         self.y = scratch_buffer(pool, 0, "y", n * oh * ow * ocp).reshape(n, oh, ow, ocp)
         if pool is None:
             self.y[:] = 0.0
-        lanes = lane_count(plan.threads, 2.0 * n * oh * ow * k_len * on * g)
+        lanes = lane_count(plan.threads, 2.0 * n * oh * ow * k_len * on * g * IM2COL_LANE_WEIGHT)
         tiles = output_tiles(n, oh, g * ow * k_len * 4, TILE_BYTES)
         # Weight-heavy (deep layers, few pixels: ResNet-18's 512ch 7x7): the lanes split the output channels of the
         # one tile, so each streams only its share of the weights (row halves would each stream all of them).
