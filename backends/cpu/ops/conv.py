@@ -199,10 +199,10 @@ class Convolution(CPUExecution):
         """The chain of ``fuse_between`` split by bands of output rows over ``lanes`` lanes, each lane running its
         band's whole chain: the expand GEMM (or im2col stem) of the input rows the band's taps read (a halo of
         (kh - 1) x dh rows computed by both neighbours), the depthwise and the project GEMM, into the band's rows of
-        the output. No
-        lane waits for another until the chain ends (one hand-off per chain instead of one per op, and no NC4HW4
-        round trip of the expanded tensors, which the two-lane kernels unchained made). Each lane has its own
-        kernels over its sub-shapes (sharing the full kernels' weight arrays) and scratch pool.
+        the output. No lane waits for another until the chain ends (one hand-off per chain instead of one per op,
+        and no NC4HW4 round trip of the expanded tensors, which the two-lane kernels unchained made). Each lane has
+        its own kernels over its sub-shapes (sharing the full kernels' weight arrays) and scratch pool; the lanes may
+        be the session's worker processes (what crosses between their tasks is in the arena or the pooled scratch).
         Where the arena gave the output the input's memory (the input dies at the expand), a lane's project would
         overwrite input rows another lane has yet to read: then the lanes meet once more, after the depthwise.
         None where the sub-kernels cannot chain (the caller then tries the one-lane chain)."""
