@@ -158,7 +158,7 @@ class Gemm1x1Kernel(Conv2DKernel):
         self.y_mat = self.y.reshape(m, ocp)
         wg = weight.reshape(g, ocg, icg)
         if g == 1:
-            # one weight array: the folded GEMM's [Cp + 4, OCp] (bias row at Cp) or just [Cp, OCp]; `weight` is its
+            # one weight array: the folded GEMM's [Cp + 1, OCp] (bias row at Cp) or just [Cp, OCp]; `weight` is its
             # first Cp rows (a contiguous view). A second copy doubled the weights in memory (BERT-4L: +12.6 MB).
             self.w_gemm = static_zeros((cp + 1 if self.folded else cp, ocp), np.float32)  # huge pages
             self.w_gemm[:c, :oc] = wg[0].T
