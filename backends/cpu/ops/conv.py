@@ -45,6 +45,26 @@ def _in_turn(calls: tuple[Callable[[], None], ...]) -> None:
         call()
 
 
+def _chain_calls(first: Any, middle: Any, second: Any, x: np.ndarray, out: np.ndarray,
+                 stride_x: int) -> list[Callable[[], None]]:
+    """The three runs of an NHWC chain (``Convolution.fuse_between``) over NC4HW4 ``x`` into NC4HW4 ``out``: the
+    producer (a 1x1 expand writing the depthwise's zero-bordered input itself, or an im2col stem into its NHWC rows),
+    the depthwise ``middle`` (made with ``chain``), the project GEMM."""
+    from mnnpy.backends.cpu.compute.gemm import Gemm1x1Kernel
+
+    if middle.jit is not None:
+        second.compiled_store()  # bias + NC4HW4 store of the project GEMM in one compiled pass
+    last = partial(second.run_from_nhwc, middle.acc, out)
+    if isinstance(first, Gemm1x1Kernel):  # the expand GEMM writes the depthwise's padded input itself
+        # a compiled depthwise applies the expand's ReLU / ReLU6 to each input row as it first reads it: one pass
+        # less over the widest tensor (MobileNetV2: 1.1 ms of clamps per run)
+        deferred = (first.params.relu or first.params.relu6) and middle.clamp_input(*first.clamp_bounds())
+        fill = first.into_padded(x, middle.phases, middle.chain_rows, middle.chain_phases, stride_x,
+                                 activate=not deferred)
+        return [fill, middle.run_filled, last]
+    return [partial(first.run_to_nhwc, x), partial(middle.run_nhwc, first.y), last]
+
+
 def _nothing() -> None:
     """The run of a command whose work a chain's lanes did (``Convolution._lane_chains``)."""
 
@@ -144,7 +164,7 @@ class Convolution(CPUExecution):
 
         first, second = (getattr(e, "kernel", None) for e in (producer, consumer))
         lanes = self._chain_lanes(first, second)
-        if lanes > 1:
+        if lanes > 1 and self._linked(producer, consumer):
             calls = self._lane_chains(producer, consumer, lanes)
             if calls is not None:
                 return calls
@@ -155,24 +175,19 @@ class Convolution(CPUExecution):
             return None
         n, c, h, w = self.kernel.in_shape
         if first.y.shape != (n, h, w, 4 * -(-c // 4)) or second.x_nhwc.shape[:3] != (n, *self.kernel.out_shape[2:]) \
-                or second.in_shape[1] != c or not np.shares_memory(producer.y_view, self.x.array) \
-                or not np.shares_memory(consumer.x_view, self.y.array):
+                or second.in_shape[1] != c or not self._linked(producer, consumer):
             return None
         pool = self.backend.scratch_pool("conv-scratch")
         shape = self.kernel.in_shape
         params = conv2d_params(self.params, self.op.type, shape)
         middle = DepthwiseKernel(params, self.kernel.plan, shape, *conv_weights(self.params, params), chain=pool)
-        if middle.jit is not None:
-            second.compiled_store()  # bias + NC4HW4 store of the project GEMM in one compiled pass
-        last = partial(second.run_from_nhwc, middle.acc, consumer.y_view)
-        if isinstance(first, Gemm1x1Kernel):  # the expand GEMM writes the depthwise's padded input itself
-            # a compiled depthwise applies the expand's ReLU / ReLU6 to each input row as it first reads it: one
-            # pass less over the widest tensor (MobileNetV2: 1.1 ms of clamps per run)
-            deferred = (first.params.relu or first.params.relu6) and middle.clamp_input(*first.clamp_bounds())
-            fill = first.into_padded(producer.x_view, middle.phases, middle.chain_rows, middle.chain_phases,
-                                     params.stride[1], activate=not deferred)
-            return [fill, middle.run_filled, last]
-        return [partial(first.run_to_nhwc, producer.x_view), partial(middle.run_nhwc, first.y), last]
+        return _chain_calls(first, middle, second, producer.x_view, consumer.y_view, params.stride[1])
+
+    def _linked(self, producer: Any, consumer: Any) -> bool:
+        """Whether the producer writes this convolution's input and the consumer reads its output (two convolutions
+        whose kernels chain)."""
+        return bool(np.shares_memory(producer.y_view, self.x.array) and np.shares_memory(consumer.x_view,
+                                                                                          self.y.array))
 
     def _chain_lanes(self, first: Any, second: Any) -> int:
         """Lanes for an expand -> depthwise -> project chain with ``numThread`` > 1 (1: none; see _lane_chains)."""
@@ -219,6 +234,8 @@ class Convolution(CPUExecution):
         params = conv2d_params(self.params, self.op.type, self.kernel.in_shape)
         (kh, _), (sh, sw), (dh, _), (pt, pl, _, pr) = params.kernel, params.stride, params.dilation, params.pads
         dw_weights = conv_weights(self.params, params)
+        first_weights = conv_weights(producer.params, first.params)  # the same for every band (not the pads)
+        second_weights = conv_weights(consumer.params, second.params)
         oh = self.kernel.out_shape[2]
         step = -(-oh // lanes)
         heads, tails = [], []  # per lane: expand + depthwise, project
@@ -229,41 +246,32 @@ class Convolution(CPUExecution):
             pool = self.backend.scratch_pool("conv-scratch" if k == 0 else f"conv-chain-lane{k}")
             band = replace(params, pads=(a - top, pl, bottom - b, pr))
             middle = DepthwiseKernel(band, self.kernel.plan, (n, e, b - a, w), *dw_weights, chain=pool)
-            expand, rows = self._band_producer(first, producer.params, (a, b), pool)
+            expand, rows = self._band_producer(first, first_weights, (a, b), pool)
             project = Gemm1x1Kernel(second.params, replace(second.plan, threads=1), (n, e, r1 - r0, ow),
-                                    *conv_weights(consumer.params, second.params), scratch=pool)
+                                    *second_weights, scratch=pool)
             if tuple(middle.out_shape) != (n, e, r1 - r0, ow) or not (expand.chains and project.chains) \
                     or expand.y.shape != (n, b - a, w, 4 * -(-e // 4)):
                 return None
             for sub, full in ((expand, first), (project, second)):  # one copy of the weights
                 if isinstance(sub, Gemm1x1Kernel) and sub.w_gemm.shape == full.w_gemm.shape:
                     sub.w_gemm, sub.weight = full.w_gemm, full.weight
-            if middle.jit is not None:
-                project.compiled_store()
-            x_band = producer.x_view[:, :, rows[0]:rows[1]]
-            if isinstance(expand, Gemm1x1Kernel):  # the expand GEMM writes the padded input itself
-                deferred = (expand.params.relu or expand.params.relu6) \
-                    and middle.clamp_input(*expand.clamp_bounds())
-                fill = expand.into_padded(x_band, middle.phases, middle.chain_rows, middle.chain_phases, sw,
-                                          activate=not deferred)
-                heads.append(partial(_in_turn, (fill, middle.run_filled)))
-            else:  # a stem (im2col) into its NHWC rows, copied into the padded input
-                heads.append(partial(_in_turn, (partial(expand.run_to_nhwc, x_band),
-                                                partial(middle.run_nhwc, expand.y))))
-            tails.append(partial(project.run_from_nhwc, middle.acc, consumer.y_view[:, :, r0:r1]))
+            produce, run_middle, last = _chain_calls(expand, middle, project, producer.x_view[:, :, rows[0]:rows[1]],
+                                                     consumer.y_view[:, :, r0:r1], sw)
+            heads.append(partial(_in_turn, (produce, run_middle)))
+            tails.append(last)
         if np.may_share_memory(producer.x_view, consumer.y_view):
             return [partial(run_lanes, heads, lanes, True), partial(run_lanes, tails, lanes, True), _nothing]
         return [partial(run_lanes, [partial(_in_turn, pair) for pair in zip(heads, tails, strict=True)], lanes, True),
                 _nothing, _nothing]
 
     @staticmethod
-    def _band_producer(first: Any, conv: Any, rows: tuple[int, int], pool: dict) -> tuple[Any, tuple[int, int]]:
+    def _band_producer(first: Any, weights: tuple[np.ndarray, np.ndarray], rows: tuple[int, int],
+                       pool: dict) -> tuple[Any, tuple[int, int]]:
         """The chain producer's kernel for its output rows ``rows`` (one lane, the full kernel's parameters) and
         the input rows it reads: the same rows for a 1x1 expand; for an im2col stem, its taps' rows, the pads
         cut where the band's taps stay inside the image."""
         from dataclasses import replace
 
-        from mnnpy.backends.cpu.compute.conv import conv_weights
         from mnnpy.backends.cpu.compute.gemm import Gemm1x1Kernel
         from mnnpy.backends.cpu.compute.im2col import Im2ColKernel
 
@@ -271,14 +279,13 @@ class Convolution(CPUExecution):
         a, b = rows
         plan = replace(first.plan, threads=1)
         if isinstance(first, Gemm1x1Kernel):
-            return Gemm1x1Kernel(first.params, plan, (n, c, b - a, w), *conv_weights(conv, first.params),
-                                 scratch=pool), rows
+            return Gemm1x1Kernel(first.params, plan, (n, c, b - a, w), *weights, scratch=pool), rows
         p = first.params
         (k, _), (s, _), (d, _), (pt, pl, _, pr) = p.kernel, p.stride, p.dilation, p.pads
         top, bottom = a * s - pt, (b - 1) * s + (k - 1) * d + 1 - pt
         x0, x1 = max(top, 0), min(bottom, h)
         band = replace(p, pads=(x0 - top, pl, bottom - x1, pr))
-        return Im2ColKernel(band, plan, (n, c, x1 - x0, w), *conv_weights(conv, band), scratch=pool), (x0, x1)
+        return Im2ColKernel(band, plan, (n, c, x1 - x0, w), *weights, scratch=pool), (x0, x1)
 
     def fuse_after(self, producer: Any) -> list[Callable[[], None]] | None:
         """Winograd -> Winograd (a UNet's double convolution, ResNet's basic blocks): the producer stores its
