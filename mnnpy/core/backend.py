@@ -105,6 +105,13 @@ class Execution(ABC):
         del producer
         return None
 
+    def fuse_after_chain(self, producer: Execution) -> list[Callable[[], None]] | None:
+        """``fuse_after`` for a producer that already runs as the last command of a chain (its own run reads a
+        linking tensor it was given in another layout): the returned runs replace the producer's chained run and
+        this command's ``on_execute``; the producer must build its replacement itself, as only it knows its chain."""
+        del producer
+        return None
+
     @abstractmethod
     def on_execute(self) -> None:
         """Compute the outputs into their bound arrays. Must not allocate arena memory or plan."""

@@ -277,8 +277,8 @@ class Scheduler:
             if calls is not None:
                 runs.update(zip((id(c) for c in chain), calls, strict=True))
         writers = Counter(alias.get(o, o) for cmd in self.commands for o in cmd.outputs)
-        for producer, cmd in itertools.pairwise(self.commands):  # pairs (`Execution.fuse_after`)
-            if len(producer.outputs) != 1 or id(producer) in runs or id(cmd) in runs:
+        for producer, cmd in itertools.pairwise(self.commands):  # pairs (`Execution.fuse_after[_chain]`)
+            if len(producer.outputs) != 1 or id(cmd) in runs:
                 continue
             link = alias.get(producer.outputs[0], producer.outputs[0])
             after = readers.get(link, [])
@@ -286,7 +286,10 @@ class Scheduler:
                     or [alias.get(i, i) for i in cmd.inputs].count(link) != 1 or producer.execution is None \
                     or cmd.execution is None or producer.execution.backend is not cmd.execution.backend:
                 continue
-            calls = cmd.execution.fuse_after(producer.execution)
+            # a producer that ends a chain already (ResNet's second Winograd convolution of a block, then its Add)
+            chained = id(producer) in runs
+            calls = cmd.execution.fuse_after_chain(producer.execution) if chained else \
+                cmd.execution.fuse_after(producer.execution)
             if calls is not None:
                 runs.update(zip((id(producer), id(cmd)), calls, strict=True))
         return runs

@@ -85,6 +85,14 @@ class Conv2DKernel:
         copy_pixels(out, y.reshape(n, oh, ow, ocp // PACK, PACK), (0, 3, 1, 2))
 
 
+def add_residual(region: np.ndarray, residual: np.ndarray, relu_after: bool) -> None:
+    """``region += residual`` and, with ``relu_after``, ReLU: a residual Add (ResNet's block output) done by the
+    convolution that stored ``region`` just before, while the rows are in its cache (and on its lane)."""
+    np.add(region, residual, out=region)
+    if relu_after:
+        relu(region, region)
+
+
 def add_row_bias(y: np.ndarray, tile: np.ndarray) -> None:
     """``y += tile[0]`` over y's last axis. A broadcast add runs numpy's inner loop once per row (short rows: slow);
     adding a pre-tiled ``[R, C]`` block to whole groups of R rows is one long contiguous loop: [12544, 96] 216 ->

@@ -30,6 +30,7 @@ from .common import (
     PACK,
     Conv2DKernel,
     Conv2DParams,
+    add_residual,
     ceil4,
     copy_channels,
     copy_input_rows,
@@ -136,9 +137,11 @@ class Im2ColKernel(Conv2DKernel):
                               for i, (t0, t1, pieces) in enumerate(_tap_ranges(kh, kw, len(self.bands)))]
         COUNTERS["weight_transforms"] += 1
 
-    def run(self, x: np.ndarray, out: np.ndarray) -> None:
-        """Convolve NC4HW4 ``x`` into NC4HW4 ``out`` (tiles claimed by ``numThread`` lanes)."""
-        if self.bands is not None or len(self.lanes) == 1:  # else each lane copies the rows of its tiles
+    def run(self, x: np.ndarray, out: np.ndarray, residual: np.ndarray | None = None, relu: bool = False) -> None:
+        """Convolve NC4HW4 ``x`` into NC4HW4 ``out`` (tiles claimed by ``numThread`` lanes). ``residual`` (NC4HW4
+        like ``out``, or ``out`` itself): each tile (channel band) adds it to the rows it stored, then ReLU with
+        ``relu`` (a residual Add fused in: ``common.add_residual``)."""
+        if self.input_copied_first:
             self._copy_input(x)
         if self.tap_lanes is not None:
             run_lanes([partial(self._run_taps, *lane) for lane in self.tap_lanes], self.plan.threads, self.shared)
@@ -147,19 +150,33 @@ class Im2ColKernel(Conv2DKernel):
                 np.add(y_rows, lane[3], out=y_rows)
             self._add_bias(y_tile)
             self._activate(y_tile)
-            copy_pixels(out[n0:n1, :, r0:r1], y_pixels, (0, 3, 1, 2))
+            self._store(out, residual, relu, (slice(n0, n1), slice(None), slice(r0, r1)), y_pixels)
             return
         if self.bands is not None:
             np.copyto(*self.steps[0][0])
-            run_lanes([partial(self._run_band, c0, c1, out) for c0, c1 in self.bands], self.plan.threads,
-                      self.shared and not self.fold_bias)
+            run_lanes([partial(self._run_band, c0, c1, out, residual, relu) for c0, c1 in self.bands],
+                      self.plan.threads, self.shared and not self.fold_bias)
             return
         if len(self.lanes) == 1:
-            self._run_steps(self.steps, out, itertools.count().__next__)
+            self._run_steps(self.steps, out, itertools.count().__next__, None, residual, relu)
             return
         claim = new_claim()
-        run_lanes([partial(self._run_steps, lane, out, claim, x) for lane in self.lanes], self.plan.threads,
-                  self.shared)
+        run_lanes([partial(self._run_steps, lane, out, claim, x, residual, relu) for lane in self.lanes],
+                  self.plan.threads, self.shared)
+
+    @staticmethod
+    def _store(out: np.ndarray, residual: np.ndarray | None, relu: bool, region: tuple[slice, ...],
+               y_pixels: np.ndarray) -> None:
+        """NHWC ``y_pixels`` into ``region`` of NC4HW4 ``out``, plus ``residual`` there (then ReLU) if given."""
+        copy_pixels(out[region], y_pixels, (0, 3, 1, 2))
+        if residual is not None:
+            add_residual(out[region], residual[region], relu)
+
+    @property
+    def input_copied_first(self) -> bool:
+        """Whether ``run`` copies all of ``x`` in before it stores any output (else each lane copies the rows of
+        its tiles as it goes)."""
+        return self.bands is not None or len(self.lanes) == 1
 
     @property
     def chains(self) -> bool:
@@ -179,7 +196,7 @@ class Im2ColKernel(Conv2DKernel):
             copy_pixels(self.interior, x, (0, 2, 3, 1))
 
     def _run_steps(self, steps: list[tuple[Any, ...]], out: np.ndarray | None, claim: Callable[[], int],
-                   x: np.ndarray | None = None) -> None:
+                   x: np.ndarray | None = None, residual: np.ndarray | None = None, relu: bool = False) -> None:
         """Claim the next unclaimed tile until none is left (the steps use this lane's column buffer); with ``x``,
         copy the input rows of each tile first."""
         while (k := claim()) < len(steps):
@@ -194,7 +211,7 @@ class Im2ColKernel(Conv2DKernel):
                 self._add_bias(y_tile)
             self._activate(y_tile)
             if out is not None:
-                copy_pixels(out[n0:n1, :, r0:r1], y_pixels, (0, 3, 1, 2))
+                self._store(out, residual, relu, (slice(n0, n1), slice(None), slice(r0, r1)), y_pixels)
 
     @staticmethod
     def _run_taps(gathers: list[tuple[np.ndarray, np.ndarray]], cols: np.ndarray, weight: np.ndarray,
@@ -204,7 +221,8 @@ class Im2ColKernel(Conv2DKernel):
             np.copyto(dst, src)
         np.matmul(cols, weight, out=product)
 
-    def _run_band(self, c0: int, c1: int, out: np.ndarray) -> None:
+    def _run_band(self, c0: int, c1: int, out: np.ndarray, residual: np.ndarray | None = None,
+                  relu: bool = False) -> None:
         """GEMM and epilogue of output channels [c0, c1) (multiples of 4) of the single tile, gathered already."""
         _, cols_mat, y_rows, _, (_, _, _, _, y_tile, y_pixels) = self.steps[0]
         np.matmul(cols_mat, self.weight[:, c0:c1], out=y_rows[:, c0:c1])
@@ -212,7 +230,8 @@ class Im2ColKernel(Conv2DKernel):
         if not self.fold_bias:
             band += self.bias_row[c0:c1]
         self._activate(band)
-        copy_pixels(out[:, c0 // PACK: c1 // PACK], y_pixels[..., c0 // PACK: c1 // PACK, :], (0, 3, 1, 2))
+        self._store(out, residual, relu, (slice(None), slice(c0 // PACK, c1 // PACK)),
+                    y_pixels[..., c0 // PACK: c1 // PACK, :])
 
 
 def _bands(size: int, lanes: int) -> list[tuple[int, int]]:

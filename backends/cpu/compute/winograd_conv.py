@@ -39,6 +39,7 @@ from .common import (
     PACK,
     Conv2DKernel,
     Conv2DParams,
+    add_residual,
     add_row_bias,
     ceil4,
     copy_input_rows,
@@ -206,6 +207,13 @@ class WinogradKernel(Conv2DKernel):
                           strides=(s_h, s_w, s_n, u * s_h, u * s_w, s_c), writeable=False)
 
     @property
+    def input_copied_first(self) -> bool:
+        """Whether ``run`` copies all of ``x`` in before it stores any output (else each lane copies the input rows
+        of its blocks as it goes; channel bands share them: copied once, first)."""
+        return self.positions is not None or self.by_channels or (len(self.lanes) == 1
+                                                                   and self.xp.nbytes <= ROW_COPY_FROM)
+
+    @property
     def chains(self) -> bool:
         """Whether this kernel can be either end of a Winograd -> Winograd chain (ungrouped: no private M/Y)."""
         return self.params.group == 1
@@ -224,16 +232,16 @@ class WinogradKernel(Conv2DKernel):
         self.blocks = self.lanes[0]
         return self.xp[:, pt:pt + h, pl:pl + w]
 
-    def run(self, x: np.ndarray | None, out: np.ndarray) -> None:
+    def run(self, x: np.ndarray | None, out: np.ndarray, residual: np.ndarray | None = None,
+            relu: bool = False) -> None:
         """Convolve NC4HW4 ``x`` into ``out`` (blocks, or the GEMM positions, spread over lanes): NC4HW4, or an
         NHWC [N, OH, OW, OCp] view (a chained consumer's ``chain_input``). ``x`` None: the zero-bordered input holds
-        it already (a chained producer wrote it)."""
-        # each lane copies the input rows of its blocks (channel bands share them: copied once, first)
-        split = x is not None and self.positions is None and not self.by_channels and \
-            (len(self.lanes) > 1 or self.xp.nbytes > ROW_COPY_FROM)
+        it already (a chained producer wrote it). ``residual`` (NC4HW4 like ``out``, or ``out`` itself): each block
+        adds it to the rows it stored, then ReLU with ``relu`` (a residual Add fused in: ``common.add_residual``)."""
+        split = x is not None and not self.input_copied_first
         if not split and x is not None:
             copy_pixels(self.interior, x, (0, 2, 3, 1))
-        stores = self._stores_for(out)
+        stores = self._stores_for(out, residual, relu)
         if self.positions is None:
             claim = new_claim()
             run_lanes([partial(self._run_blocks, lane, stores[i], claim, x if split else None)
@@ -245,14 +253,26 @@ class WinogradKernel(Conv2DKernel):
                   self.shared and self.params.group == 1)
         self._transform_out(b, stores[0][0])
 
-    def _stores_for(self, out: np.ndarray) -> list[list[list[tuple[np.ndarray, np.ndarray]]]]:
-        """Per lane, per block: the (destination, source) pixel copies of its tiles into ``out``, built on the first
-        run into this output array and kept (a run then makes no views: less Python per block, so the lanes hold
-        the GIL less)."""
-        key = (out.__array_interface__["data"][0], out.shape, out.strides)
+    def _stores_for(self, out: np.ndarray, residual: np.ndarray | None = None, relu: bool = False
+                    ) -> list[list[list[tuple]]]:
+        """Per lane, per block: the (destination, source) pixel copies of its tiles into ``out``, then with a
+        ``residual`` one (rows of ``out``, the same rows of ``residual``, relu) entry; built on the first run into
+        these arrays and kept (a run then makes no views: less Python per block, so the lanes hold the GIL less)."""
+        key = (_place(out), None if residual is None else (_place(residual), relu))
         if key not in self._stores:  # a chain's producer also runs plainly (callbacks): a few keys at most
-            self._stores[key] = [[self._block_stores(b, out) for b in lane] for lane in self.lanes]
+            self._stores[key] = [[self._block_stores(b, out) + self._block_residual(b, out, residual, relu)
+                                  for b in lane] for lane in self.lanes]
         return self._stores[key]
+
+    @staticmethod
+    def _block_residual(b: _Block, out: np.ndarray, residual: np.ndarray | None, relu: bool) -> list[tuple]:
+        """The block's share of a fused residual Add: its output rows and channel bands of NC4HW4 ``out`` and of
+        ``residual``."""
+        if residual is None:
+            return []
+        n0, n1, row0, row1 = b.rows
+        region = (slice(n0, n1), slice(*b.oc4), slice(row0, min(row1, out.shape[2])))
+        return [(out[region], residual[region], relu)]
 
     def _block_stores(self, b: _Block, out: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         """Whole tiles straight into the output: one copy when they cover it, else up to four (the clipped last
@@ -315,8 +335,16 @@ class WinogradKernel(Conv2DKernel):
         if b.m_bias is None:
             add_row_bias(b.y_rows, b.bias_tile)
         self._activate(b.y_rows)
-        for dst, src in stores:
-            np.copyto(dst, src)
+        for store in stores:
+            if len(store) == 2:
+                np.copyto(*store)
+            else:
+                add_residual(*store)
+
+
+def _place(a: np.ndarray) -> tuple:
+    """An array's memory and geometry, as a key."""
+    return a.__array_interface__["data"][0], a.shape, a.strides
 
 
 def _spans(size: int, u: int) -> list[tuple[int, int, int]]:

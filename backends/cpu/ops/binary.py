@@ -51,6 +51,10 @@ BINARY: dict[int, Callable] = {
 ELTWISE = {0: np.multiply, 1: np.add, 2: np.maximum, 3: np.subtract}
 
 
+def _done() -> None:
+    """The run of an Add whose work the producing convolution did (``Binary._residual``)."""
+
+
 @cpu_kernel(OT.BinaryOp, OT.Eltwise, formats=CF)
 class Binary(CPUExecution):
     """y = op(a, b[, ...]); a fused ReLU for BinaryOp activationType 1."""
@@ -84,7 +88,36 @@ class Binary(CPUExecution):
                 self.physical = False
         self.algorithm = "physical" if self.physical else "logical"
 
+    def fuse_after_chain(self, producer: Execution) -> list[Callable[[], None]] | None:
+        return self._residual(producer)
+
+    def _residual(self, producer: Execution) -> list[Callable[[], None]] | None:
+        """A convolution -> this Add of a residual (ResNet's blocks, the ReLU fused in the Add): the convolution
+        stores its output tiles and adds the residual to them itself (``Convolution.residual_run``), writing this
+        Add's output; this command then has nothing left to do."""
+        run = getattr(producer, "residual_run", None)
+        y = self.y
+        if run is None or not self.physical or self.fn is not np.add or len(self.operands) != 2 \
+                or y.desc.fmt != "NC4HW4" or y.desc.shape[1] % 4 \
+                or any(isinstance(o, np.ndarray) or o.array.dtype != np.float32 for o in self.operands):
+            return None
+        arrays = [o.array for o in self.operands]
+        out = y.array
+        link = [k for k, a in enumerate(arrays) if np.shares_memory(a, producer.y_view)]  # type: ignore[attr-defined]
+        if len(link) != 1:
+            return None
+        residual = arrays[1 - link[0]]
+        same = residual.__array_interface__ == out.__array_interface__  # the sum written over the residual
+        if not same and np.may_share_memory(residual, out):
+            return None
+        conv = run(residual, out, self.relu)
+        return None if conv is None else [conv, _done]
+
     def fuse_after(self, producer: Execution) -> list[Callable[[], None]] | None:
+        fused = self._residual(producer)
+        return fused if fused is not None else self._flat_residual(producer)
+
+    def _flat_residual(self, producer: Execution) -> list[Callable[[], None]] | None:
         """A flat 1x1 GEMM (MatMul + bias) -> this Add of a residual, with compiled kernels: the GEMM skips its bias
         pass and one compiled pass adds GEMM output, bias and residual (a transformer's attention and FFN output
         projections: ViT-tiny's [197, 192] bias pass, 34 us, twice per layer)."""

@@ -79,6 +79,7 @@ class Convolution(CPUExecution):
     """
 
     def on_resize(self) -> None:
+        self.chain_fed = False
         main = self.op.main
         if main is None:
             raise ModelError(f"op {self.op.name!r}: convolution without parameters")
@@ -301,7 +302,25 @@ class Convolution(CPUExecution):
                 or not np.shares_memory(producer.y_view, self.x_view):
             return None
         interior = second.chain_input(self.backend.scratch_pool("conv-scratch"))
+        self.chain_fed = True  # its run reads the interior the producer wrote (``residual_run``)
         return [partial(first.run, producer.x_view, interior), partial(second.run, None, self.y_view)]
+
+    def residual_run(self, residual: np.ndarray, out: np.ndarray, relu: bool) -> Callable[[], None] | None:
+        """This convolution's run with the residual Add that consumes its output fused in (``Binary``'s
+        ``fuse_after``): the sum (then ReLU with ``relu``) goes to the Add's NC4HW4 ``out``, each tile adding
+        ``residual`` to the rows it stored, on its own lane while they are in its cache (ResNet-18: 8 Adds, and
+        at 2 threads no Add reading rows the other core wrote). None: the kernel cannot, or ``out`` overlaps this
+        convolution's input while its lanes read input rows as they go."""
+        from mnnpy.backends.cpu.compute.im2col import Im2ColKernel
+        from mnnpy.backends.cpu.compute.winograd_conv import WinogradKernel
+
+        kernel = self.kernel
+        x = None if self.chain_fed else self.x_view
+        if self.runtime_weights or not isinstance(kernel, WinogradKernel | Im2ColKernel) \
+                or out.shape != self.y_view.shape or residual.shape != out.shape or out.ndim != 5 \
+                or (x is not None and not kernel.input_copied_first and np.may_share_memory(out, x)):
+            return None
+        return partial(kernel.run, x, out, residual, relu)
 
     def info(self) -> dict[str, Any]:
         if self.kernel is None:
