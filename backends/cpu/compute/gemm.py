@@ -15,6 +15,7 @@ import numpy as np
 from mnnpy.core.memory import static_zeros
 from mnnpy.core.strategy import ConvPlan, strassen_split
 
+from . import packed_gemm
 from .blas import lane_count, run_lanes
 from .common import (
     COUNTERS,
@@ -28,6 +29,7 @@ from .common import (
     scatter_groups,
     scratch_buffer,
 )
+from .packed_gemm import PackedWeights
 
 
 def gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
@@ -171,6 +173,11 @@ class Gemm1x1Kernel(Conv2DKernel):
             self.x_groups = gather_groups(self.x_mat, c, g)
             self.y_groups = np.empty((g, m, ocg), dtype=np.float32)
         self.strassen = StrassenGemm(m, cp, ocp, plan.strassen_depth) if plan.algorithm == "strassen" else None
+        # the weights (bias row included where folded) packed once for the compiled GEMM (``packed_gemm``), which
+        # also adds the bias and clamps (the activation) as it stores: no bias column or passes needed then
+        self.packed = PackedWeights(self.w_gemm, self.bias_row) if g == 1 and self.strassen is None \
+            and packed_gemm.available() else None
+        self.bounds = self.clamp_bounds()
         # 1x1 spatial (MatMul converted to a 1x1 convolution: [M, K, 1, 1]): NC4HW4 [M, K/4, 1, 1, 4] already is
         # the row-major [M, Kp] GEMM operand, and the output likewise, so no layout copies are needed.
         self.flat = (m, cp, ocp) if h * w == 1 and g == 1 else None
@@ -192,6 +199,9 @@ class Gemm1x1Kernel(Conv2DKernel):
             return None
         m, cp, ocp = self.flat
         y_mat = out.reshape(m, ocp)
+        if self.packed is not None:  # GEMM, bias and activation in one call
+            self._bound = (x, out, [partial(self.packed.matmul, x.reshape(m, cp), y_mat, *self.bounds, cp)])
+            return self._bound[2]
         calls = [partial(np.matmul, x.reshape(m, cp), self.weight, out=y_mat)]
         if np.any(self.bias_row):
             calls += _bias_calls(y_mat, self.bias_tile)
@@ -207,11 +217,17 @@ class Gemm1x1Kernel(Conv2DKernel):
                 or not (x.flags.c_contiguous and out.flags.c_contiguous):
             return None
         m, cp, ocp = self.flat
+        if self.packed is not None:
+            return partial(self.packed.matmul, x.reshape(m, cp), out.reshape(m, ocp), -np.inf, np.inf, cp, 0, False)
         gemm = partial(np.matmul, x.reshape(m, cp), self.weight, out=out.reshape(m, ocp))
         return partial(run_lanes, [gemm], 1)  # run_lanes: BLAS held at 1 thread, as on every path
 
     def _gemm_rows(self, x_mat: np.ndarray, y_mat: np.ndarray, r0: int, r1: int) -> None:
         y = y_mat[r0:r1]
+        if self.packed is not None:  # the first Cp columns of x (not the bias column), bias and activation inside
+            cp = self.x_mat.shape[1]
+            self.packed.matmul(x_mat[r0:r1, :cp], y, *self.bounds, cp)
+            return
         if self.folded and x_mat is self.x_gemm:
             np.matmul(x_mat[r0:r1], self.w_gemm, out=y)
         else:
@@ -268,6 +284,11 @@ class Gemm1x1Kernel(Conv2DKernel):
                     activate: bool = True) -> None:
         for dst, src in copies:
             np.copyto(dst, src)
+        if self.packed is not None:  # the bias column kept (border rows stay 0), no bias vector; the clamp inside
+            lo, hi = self.bounds if activate else (-np.inf, np.inf)
+            for a, out in gemms:
+                self.packed.matmul(a, out, lo, hi, bias=False)
+            return
         for a, out in gemms:
             np.matmul(a, self.w_gemm, out=out)
             if activate:
@@ -276,7 +297,10 @@ class Gemm1x1Kernel(Conv2DKernel):
     def run_from_nhwc(self, x: np.ndarray, out: np.ndarray) -> None:
         """The GEMM (bias, activation) on a producer's contiguous NHWC rows ``x`` [N, H, W, Cp], into NC4HW4
         ``out``: no input layout copy."""
-        np.matmul(x.reshape(self.y_mat.shape[0], -1), self.weight, out=self.y_mat)
+        if self.packed is not None:
+            self.packed.matmul(x.reshape(self.y_mat.shape[0], -1), self.y_mat, rows=self.weight.shape[0], bias=False)
+        else:
+            np.matmul(x.reshape(self.y_mat.shape[0], -1), self.weight, out=self.y_mat)
         self._store_nhwc(self.y, out)
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:

@@ -24,6 +24,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from mnnpy.core.strategy import IM2COL_LANE_WEIGHT, IM2COL_TILE_BYTES, ConvPlan, output_tiles
 
+from . import packed_gemm
 from .blas import lane_count, new_claim, run_lanes
 from .common import (
     COUNTERS,
@@ -41,6 +42,7 @@ from .common import (
     scratch_buffer,
     shared_zeros,
 )
+from .packed_gemm import PackedWeights
 
 TILE_BYTES = IM2COL_TILE_BYTES  # the strategy costs the tiles it makes
 
@@ -123,6 +125,11 @@ class Im2ColKernel(Conv2DKernel):
         if self.fold_bias:
             packed[0, taps_len] = self.bias_row
         self.weight = packed[0] if g == 1 else packed
+        # ungrouped: the weights packed once for the compiled GEMM (``packed_gemm``), which adds the bias (unless it
+        # is folded into the weights) and clamps (the activation) as it stores the tile
+        self.packed = PackedWeights(self.weight, None if self.fold_bias else self.bias_row) \
+            if g == 1 and packed_gemm.available() else None
+        self.bounds = self.clamp_bounds()
         # Weight-heavy single tile with several taps: the lanes split K by taps instead of the output channels, so
         # each gathers only its taps' columns (the gather no longer runs before the hand-off) and streams its rows
         # of the weights into a partial product; the partials are summed after (a [pixels, OCp] add).
@@ -131,11 +138,17 @@ class Im2ColKernel(Conv2DKernel):
             dst, src = first
             cols_mat, y_rows = self.steps[0][1:3]
             self.tap_lanes = [([runs(dst[..., ky, a:b, :], src[..., ky, a:b, :]) for ky, a, b in pieces],
-                               cols_mat[:, t0 * kc: t1 * kc], self.weight[t0 * kc: t1 * kc],
+                               cols_mat[:, t0 * kc: t1 * kc], self._multiply(t0 * kc, t1 * kc),
                                y_rows if i == 0 else
                               scratch_buffer(pool, i, "product", y_rows.size).reshape(y_rows.shape))
                               for i, (t0, t1, pieces) in enumerate(_tap_ranges(kh, kw, len(self.bands)))]
         COUNTERS["weight_transforms"] += 1
+
+    def _multiply(self, k0: int, k1: int) -> Callable[[np.ndarray, np.ndarray], None]:
+        """``(cols, product) -> product = cols @ weight[k0:k1]`` (a tap lane's partial product, no bias)."""
+        if self.packed is not None:
+            return partial(self.packed.matmul, rows=k1 - k0, first=k0, bias=False)
+        return partial(_matmul_by, self.weight[k0:k1])
 
     def run(self, x: np.ndarray, out: np.ndarray, residual: np.ndarray | None = None, relu: bool = False) -> None:
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out`` (tiles claimed by ``numThread`` lanes). ``residual`` (NC4HW4
@@ -204,22 +217,25 @@ class Im2ColKernel(Conv2DKernel):
                 copy_input_rows(self.interior, x, self.in_rows[k], self.fold_bias)
             gather, cols_mat, y_rows, scatter, (n0, n1, r0, r1, y_tile, y_pixels) = steps[k]
             np.copyto(*gather)
-            np.matmul(cols_mat, self.weight, out=y_rows)
-            if scatter is not None:
-                np.copyto(scatter, y_rows)
-            if not self.fold_bias:
-                self._add_bias(y_tile)
-            self._activate(y_tile)
+            if self.packed is not None:  # GEMM, bias and activation in one call
+                self.packed.matmul(cols_mat, y_rows, *self.bounds, bias=not self.fold_bias)
+            else:
+                np.matmul(cols_mat, self.weight, out=y_rows)
+                if scatter is not None:
+                    np.copyto(scatter, y_rows)
+                if not self.fold_bias:
+                    self._add_bias(y_tile)
+                self._activate(y_tile)
             if out is not None:
                 self._store(out, residual, relu, (slice(n0, n1), slice(None), slice(r0, r1)), y_pixels)
 
     @staticmethod
-    def _run_taps(gathers: list[tuple[np.ndarray, np.ndarray]], cols: np.ndarray, weight: np.ndarray,
-                  product: np.ndarray) -> None:
+    def _run_taps(gathers: list[tuple[np.ndarray, np.ndarray]], cols: np.ndarray,
+                  multiply: Callable[[np.ndarray, np.ndarray], None], product: np.ndarray) -> None:
         """Gather one lane's taps of the single tile and multiply them by its rows of the weights."""
         for dst, src in gathers:
             np.copyto(dst, src)
-        np.matmul(cols, weight, out=product)
+        multiply(cols, product)
 
     def _run_band(self, c0: int, c1: int, out: np.ndarray, residual: np.ndarray | None = None,
                   relu: bool = False) -> None:
@@ -232,6 +248,10 @@ class Im2ColKernel(Conv2DKernel):
         self._activate(band)
         self._store(out, residual, relu, (slice(None), slice(c0 // PACK, c1 // PACK)),
                     y_pixels[..., c0 // PACK: c1 // PACK, :])
+
+
+def _matmul_by(weight: np.ndarray, a: np.ndarray, out: np.ndarray) -> None:
+    np.matmul(a, weight, out=out)
 
 
 def _bands(size: int, lanes: int) -> list[tuple[int, int]]:

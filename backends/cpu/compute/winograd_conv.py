@@ -33,6 +33,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from mnnpy.core.strategy import WINOGRAD_BLOCK_BYTES, ConvPlan, winograd_channel_bands, winograd_layout
 
+from . import packed_gemm
 from .blas import lane_count, new_claim, run_lanes
 from .common import (
     COUNTERS,
@@ -51,6 +52,7 @@ from .common import (
     scratch_buffer,
     shared_zeros,
 )
+from .packed_gemm import PackedWeights
 from .winograd import default_interp, transform_weights, winograd_matrices
 
 BLOCK_BYTES = WINOGRAD_BLOCK_BYTES
@@ -134,6 +136,9 @@ class WinogradKernel(Conv2DKernel):
         # only the bands
         self.weights = [weights] if not self.by_channels else \
             [np.ascontiguousarray(weights[:, :, b0 * PACK: b1 * PACK]) for b0, b1 in bands]
+        # ungrouped: each band's weights packed once for the compiled GEMM (``packed_gemm``): the alpha² position
+        # GEMMs of a block in one call
+        self.packed = {id(w): PackedWeights(w) for w in self.weights} if g == 1 and packed_gemm.available() else {}
         band_bias = [self.bias_tile if not self.by_channels else
                      np.ascontiguousarray(self.bias_tile[:, b0 * PACK: b1 * PACK]) for b0, b1 in bands]
         items = [(blk, i) for blk in blocks for i in range(len(bands))]
@@ -308,7 +313,11 @@ class WinogradKernel(Conv2DKernel):
         np.matmul(self.bt, b.e_3d, out=b.v)
 
     def _gemm(self, b: _Block, p0: int, p1: int) -> None:
-        np.matmul(b.v_groups[p0:p1], b.weight[p0:p1], out=b.m_groups[p0:p1])
+        packed = self.packed.get(id(b.weight))
+        if packed is not None:
+            packed.matmul(b.v_groups[p0:p1], b.m_groups[p0:p1], start=p0)
+        else:
+            np.matmul(b.v_groups[p0:p1], b.weight[p0:p1], out=b.m_groups[p0:p1])
 
     def _run_blocks(self, blocks: list[_Block], stores: list[list[tuple[np.ndarray, np.ndarray]]],
                     claim: Callable[[], int], x: np.ndarray | None = None) -> None:

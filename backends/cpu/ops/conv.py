@@ -228,6 +228,7 @@ class Convolution(CPUExecution):
         from mnnpy.backends.cpu.compute.conv import conv2d_params, conv_weights
         from mnnpy.backends.cpu.compute.depthwise import DepthwiseKernel
         from mnnpy.backends.cpu.compute.gemm import Gemm1x1Kernel
+        from mnnpy.backends.cpu.compute.im2col import Im2ColKernel
 
         first, second = producer.kernel, consumer.kernel
         n, e, h, w = self.kernel.in_shape
@@ -253,9 +254,12 @@ class Convolution(CPUExecution):
             if tuple(middle.out_shape) != (n, e, r1 - r0, ow) or not (expand.chains and project.chains) \
                     or expand.y.shape != (n, b - a, w, 4 * -(-e // 4)):
                 return None
-            for sub, full in ((expand, first), (project, second)):  # one copy of the weights
+            for sub, full in ((expand, first), (project, second)):  # one copy of the weights (and of their packing)
                 if isinstance(sub, Gemm1x1Kernel) and sub.w_gemm.shape == full.w_gemm.shape:
-                    sub.w_gemm, sub.weight = full.w_gemm, full.weight
+                    sub.w_gemm, sub.weight, sub.packed = full.w_gemm, full.weight, full.packed
+                elif isinstance(sub, Im2ColKernel) and sub.weight.shape == full.weight.shape \
+                        and sub.fold_bias == full.fold_bias:
+                    sub.weight, sub.packed = full.weight, full.packed
             produce, run_middle, last = _chain_calls(expand, middle, project, producer.x_view[:, :, rows[0]:rows[1]],
                                                      consumer.y_view[:, :, r0:r1], sw)
             heads.append(partial(_in_turn, (produce, run_middle)))
