@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from mnnpy.backends.cpu.compute import jit
+    from mnnpy.backends.cpu.compute import jit, packed_gemm
     from mnnpy.bench import threads
     from mnnpy.bench.engines import MnnpyEngine, open_engines, prepare_models, random_inputs
     from mnnpy.bench.measure import agreement, interleaved, report, scaling, scaling_record, to_record
@@ -104,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
             results.append((n, stats, diffs))
         if len(groups) > 1:
             print(scaling([(n, stats) for n, stats, _ in results]))
+        # after the sessions were made (their pre-inference time includes loading or compiling the kernel)
+        print(f"CPU GEMM: {packed_gemm.describe()}")
         ours = next((e for e in groups[0][1] if isinstance(e, MnnpyEngine)), None)
         ops = []
         if args.profile and ours is not None and ours.mode == "segments":

@@ -26,16 +26,26 @@ which releases the GIL, so thread lanes run their GEMMs concurrently.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import hashlib
 import os
 import platform
+import shutil
+import subprocess
+import tempfile
 import threading
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 _STATE: dict[str, Any] = {}
 _LOCK = threading.Lock()
+# packed_gemm(A, lda, B, panel, C, ldc, M, K, N, bias, lo, hi, batch, a_step, b_step, c_step): see ``_ir``
+_ARGS = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
+         ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_float, ctypes.c_float,
+         ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
 
 
 def _switched_off() -> bool:
@@ -53,7 +63,7 @@ def describe() -> str:
         return "off (MNNPY_JIT=0)"
     if _kernel() is None:
         return f"numpy matmul ({_STATE.get('why', 'unavailable')})"
-    return f"packed GEMM: llvm {'.'.join(map(str, _STATE['llvm']))}, {32 * _STATE['vw']}-bit vectors"
+    return f"packed GEMM ({32 * _STATE['vw']}-bit vectors, {_STATE['origin']})"
 
 
 def _kernel() -> Any:
@@ -68,29 +78,107 @@ def _kernel() -> Any:
 
 
 def _compile() -> Any:
+    """The kernel's ctypes function: from the on-disk cache, else compiled (and cached where it can be)."""
     if platform.machine().lower() not in ("x86_64", "amd64"):
         raise RuntimeError(f"no packed GEMM for {platform.machine()}")
+    cpu = _cpu_flags()
+    if cpu is not None:
+        model, flags = cpu
+        if "fma" not in flags or "avx2" not in flags:
+            raise RuntimeError("the CPU has no FMA / AVX2")
+        vw, mr = (16, 8) if "avx512f" in flags else (8, 6)
+        ir = _ir(vw, mr)
+        key = hashlib.sha256("\n".join([ir, model, " ".join(sorted(flags))]).encode()).hexdigest()[:24]
+        cache = _cache_dir()
+        path = None if cache is None else cache / f"packed_gemm-{key}.so"
+        if path is not None and path.exists():
+            with contextlib.suppress(OSError):
+                return _loaded(ctypes.CDLL(str(path)), vw, mr, f"cached {path.name}")
+        fn = _jit(ir, vw, mr, path)
+        if fn is not None:
+            return fn
+    return _jit(None, 0, 0, None)
+
+
+def _loaded(lib: ctypes.CDLL, vw: int, mr: int, origin: str) -> Any:
+    _STATE.update(lib=lib, vw=vw, mr=mr, nr=2 * vw, origin=origin)
+    fn = lib.packed_gemm
+    fn.restype = None
+    fn.argtypes = _ARGS
+    return fn
+
+
+def _jit(ir: str | None, vw: int, mr: int, path: Path | None) -> Any:
+    """Compile with llvmlite; with ``path``, also link a shared object there (an object file and the system's C
+    compiler driver or linker) so that later processes load it without importing llvmlite (~100 ms less per
+    process); without a linker, or ``ir`` None (no /proc/cpuinfo), the code stays in this process."""
     import llvmlite.binding as llvm
 
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     features = llvm.get_host_cpu_features().flatten()
-    have = set(features.split(","))
-    if "+fma" not in have or "+avx2" not in have:
-        raise RuntimeError("the CPU has no FMA / AVX2")
-    vw, mr = (16, 8) if "+avx512f" in have else (8, 6)
-    module = llvm.parse_assembly(_ir(vw, mr))
+    if ir is None:
+        have = set(features.split(","))
+        if "+fma" not in have or "+avx2" not in have:
+            raise RuntimeError("the CPU has no FMA / AVX2")
+        vw, mr = (16, 8) if "+avx512f" in have else (8, 6)
+        ir = _ir(vw, mr)
+    module = llvm.parse_assembly(ir)
     module.verify()
     machine = llvm.Target.from_default_triple().create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                                                      features=features, opt=3)
+                                                                      features=features, opt=3, reloc="pic")
     passes = llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(speed_level=3))
     passes.getModulePassManager().run(module, passes)
+    _STATE["llvm"] = llvm.llvm_version_info
+    if path is not None:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            _link(machine.emit_object(module), path)
+            return _loaded(ctypes.CDLL(str(path)), vw, mr, f"compiled to {path.name}")
     engine = llvm.create_mcjit_compiler(module, machine)
     engine.finalize_object()
-    _STATE.update(engine=engine, vw=vw, mr=mr, nr=2 * vw, llvm=llvm.llvm_version_info)
-    i64, f32, ptr = ctypes.c_int64, ctypes.c_float, ctypes.c_void_p
-    proto = ctypes.CFUNCTYPE(None, ptr, i64, ptr, i64, ptr, i64, i64, i64, i64, ptr, f32, f32, i64, i64, i64, i64)
-    return proto(engine.get_function_address("packed_gemm"))
+    _STATE.update(engine=engine, vw=vw, mr=mr, nr=2 * vw, origin="compiled in memory")
+    return ctypes.CFUNCTYPE(None, *_ARGS)(engine.get_function_address("packed_gemm"))
+
+
+def _link(obj: bytes, path: Path) -> None:
+    """A shared object at ``path`` from the object code ``obj`` (written beside it, renamed in place: concurrent
+    processes never see half a file)."""
+    linker = shutil.which("cc") or shutil.which("gcc") or shutil.which("ld")
+    if linker is None:
+        raise OSError("no linker")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
+        src, out = Path(tmp) / "k.o", Path(tmp) / "k.so"
+        src.write_bytes(obj)
+        subprocess.run([linker, "-shared", "-nostdlib", "-o", str(out), str(src)], check=True, capture_output=True,
+                       timeout=60)
+        os.replace(out, path)
+
+
+def _cpu_flags() -> tuple[str, set[str]] | None:
+    """(model name, flags) of the first CPU in /proc/cpuinfo, or None (not Linux)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return None
+    fields = dict(line.split(":", 1) for line in text.split("\n\n", 1)[0].splitlines() if ":" in line)
+    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    if "flags" not in fields:
+        return None
+    return fields.get("model name", "") + " " + fields.get("cpu family", ""), set(fields["flags"].split())
+
+
+def _cache_dir() -> Path | None:
+    """Where compiled kernels are kept: ``MNNPY_CACHE_DIR``, else ``$XDG_CACHE_HOME/mnnpy``, else
+    ``~/.cache/mnnpy``; None where it cannot be written."""
+    root = os.environ.get("MNNPY_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "mnnpy")
+    path = Path(root)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return path if os.access(path, os.W_OK) else None
 
 
 def _ir(vw: int, mr: int) -> str:
@@ -217,11 +305,12 @@ class PackedWeights:
         batched = w.ndim == 3
         wb = w if batched else w[None]
         t, k, n = wb.shape
-        p = -(-n // nr)
+        p, whole = -(-n // nr), n // nr
         packed = np.zeros((t, p, k, nr), dtype=np.float32)
-        for j in range(p):
-            cols = wb[:, :, j * nr: (j + 1) * nr]
-            packed[:, j, :, : cols.shape[2]] = cols
+        by_column = packed.transpose(0, 2, 1, 3)  # [T, K, P, NR]: column j * NR + i of w at [.., j, i]
+        by_column[:, :, :whole] = wb[:, :, : whole * nr].reshape(t, k, whole, nr)
+        if whole < p:
+            by_column[:, :, whole, : n - whole * nr] = wb[:, :, whole * nr:]
         self.panels = packed
         self.bias = np.zeros(p * nr, dtype=np.float32)
         self.zeros = self.bias if bias is None else np.zeros(p * nr, dtype=np.float32)

@@ -1,0 +1,142 @@
+"""The packed GEMM (``compute/packed_gemm.py``): the LLVM-IR micro-kernel against a float64 numpy product, within the
+float32 dot-product error bound (K * 2^-24 * sum |a| |b|, Higham's gamma_K), on the shapes its tiling has edges for
+(rows past the last whole tile, columns past the last whole panel, K = 1), row strides, batches, a row window of the
+packed weights, bias, clamp (NaN passes), the columns it must not write, the input it refuses, and its on-disk cache
+(a fresh process loads the linked shared object instead of compiling; a corrupt one is rebuilt)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mnnpy.backends.cpu.compute import packed_gemm as pg
+
+
+@pytest.fixture(autouse=True)
+def _kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MNNPY_JIT", raising=False)
+    if not pg.available():
+        pytest.skip(f"the packed GEMM cannot run here: {pg.describe()}")
+
+
+def _check(out: np.ndarray, a: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None,
+           lo: float = -np.inf, hi: float = np.inf) -> None:
+    a64, w64 = a.astype(np.float64), w.astype(np.float64)
+    want = np.matmul(a64, w64) + (0.0 if bias is None else bias.astype(np.float64))
+    bound = a.shape[-1] * 2.0 ** -24 * (np.matmul(np.abs(a64), np.abs(w64)) + (0.0 if bias is None else
+                                                                              np.abs(bias.astype(np.float64))))
+    want = np.clip(want, lo, hi)
+    assert np.all(np.abs(out - want) <= bound + 1e-30), float(np.max(np.abs(out - want) - bound))
+
+
+@pytest.mark.parametrize(("m", "k", "n"), [(1, 1, 1), (5, 3, 7), (8, 17, 32), (9, 16, 33), (23, 64, 100),
+                                           (49, 321, 65), (100, 8, 16), (6, 1, 200)])
+def test_matches_numpy_with_bias_and_clamp(m: int, k: int, n: int) -> None:
+    rng = np.random.default_rng(m * 1000 + k * 10 + n)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((k, n)).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    packed = pg.PackedWeights(w, bias)
+    out = np.empty((m, n), np.float32)
+    packed.matmul(a, out)
+    _check(out, a, w, bias)
+    packed.matmul(a, out, 0.0, 6.0)
+    _check(out, a, w, bias, 0.0, 6.0)
+    packed.matmul(a, out, bias=False)
+    _check(out, a, w)
+
+
+def test_row_strides_and_untouched_columns() -> None:
+    rng = np.random.default_rng(1)
+    a_buf = rng.standard_normal((30, 40)).astype(np.float32)
+    a = a_buf[:, 3:3 + 21]  # lda 40, K 21
+    w = rng.standard_normal((21, 37)).astype(np.float32)
+    out_buf = np.full((30, 50), 7.0, np.float32)
+    out = out_buf[:, 5:5 + 37]
+    pg.PackedWeights(w).matmul(a, out)
+    _check(out, a, w)
+    assert np.all(out_buf[:, :5] == 7.0) and np.all(out_buf[:, 42:] == 7.0)
+
+
+def test_row_window_of_the_weights() -> None:
+    rng = np.random.default_rng(2)
+    w = rng.standard_normal((20, 45)).astype(np.float32)
+    a = rng.standard_normal((11, 7)).astype(np.float32)
+    out = np.empty((11, 45), np.float32)
+    pg.PackedWeights(w, np.ones(45, np.float32)).matmul(a, out, rows=7, first=9, bias=False)
+    _check(out, a, w[9:16])
+
+
+def test_batch_and_batch_start() -> None:
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((6, 13, 40)).astype(np.float32)
+    a = rng.standard_normal((6, 10, 13)).astype(np.float32)
+    packed = pg.PackedWeights(w)
+    out = np.empty((6, 10, 40), np.float32)
+    packed.matmul(a, out)
+    _check(out, a, w)
+    part = np.empty((3, 10, 40), np.float32)
+    packed.matmul(a[2:5], part, start=2)
+    _check(part, a[2:5], w[2:5])
+
+
+def test_nan_passes_the_clamp() -> None:
+    a = np.ones((9, 4), np.float32)
+    a[3, 1] = np.nan
+    out = np.empty((9, 5), np.float32)
+    pg.PackedWeights(np.ones((4, 5), np.float32)).matmul(a, out, 0.0, 6.0)
+    assert np.all(np.isnan(out[3])) and np.all(out[np.arange(9) != 3] == 4.0)
+
+
+@pytest.mark.parametrize("case", ["dtype", "shape", "column stride", "rows", "read-only out"])
+def test_refuses_what_it_cannot_read(case: str) -> None:
+    packed = pg.PackedWeights(np.ones((4, 5), np.float32))
+    a, out = np.ones((3, 4), np.float32), np.empty((3, 5), np.float32)
+    kwargs = {}
+    if case == "dtype":
+        a = a.astype(np.float64)
+    elif case == "shape":
+        out = np.empty((2, 5), np.float32)
+    elif case == "column stride":
+        a = np.ones((3, 8), np.float32)[:, ::2]
+    elif case == "rows":
+        kwargs = {"rows": 4, "first": 1}
+    else:
+        out.flags.writeable = False
+    with pytest.raises(ValueError, match="packed GEMM"):
+        packed.matmul(a, out, **kwargs)
+
+
+_PROBE = ("from mnnpy.backends.cpu.compute import packed_gemm as pg; import numpy as np; assert pg.available(); "
+          "out = np.empty((3, 2), np.float32); pg.PackedWeights(np.ones((4, 2), np.float32)).matmul("
+          "np.ones((3, 4), np.float32), out); assert (out == 4).all(); print(pg.describe())")
+
+
+def _probe(cache: Path) -> str:
+    env = {**os.environ, "MNNPY_CACHE_DIR": str(cache)}
+    env.pop("MNNPY_JIT", None)
+    done = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_fresh_process_loads_the_cached_kernel(tmp_path: Path) -> None:
+    first = _probe(tmp_path)
+    built = list(tmp_path.glob("packed_gemm-*.so"))
+    if "compiled in memory" in first:
+        pytest.skip(f"no linker here: the kernel stays in memory ({first.strip()})")
+    assert len(built) == 1 and "compiled to" in first
+    assert "cached" in _probe(tmp_path)
+    built[0].write_bytes(b"not a shared object")
+    assert "compiled to" in _probe(tmp_path)  # rebuilt over the corrupt file
+    assert "cached" in _probe(tmp_path)
+
+
+def test_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MNNPY_JIT", "0")
+    assert not pg.available() and "off" in pg.describe()
