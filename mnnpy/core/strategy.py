@@ -44,6 +44,26 @@ IM2COL_TILE_BYTES = 1 << 20  # im2col column tile (~L2): ResNet-18 stem 2.56 (4 
 WINOGRAD_MEMORY_COST = 1.0
 
 
+class GemmModel(NamedTuple):
+    """What the GEMM the kernels call costs: its few-row penalty (``gemm_cost``), the cost per weight element
+    streamed (``weight_traffic``) and per Winograd transform flop (the alpha x alpha matmuls; 0: counted as passes)."""
+
+    half_rows: float
+    weight_cost: float
+    transform_flop_cost: float
+
+
+# numpy's matmul (OpenBLAS): the constants above
+BLAS_GEMM = GemmModel(GEMM_HALF_ROWS, WINOGRAD_WEIGHT_COST, 0.0)
+# The packed GEMM (``backends/cpu/compute/packed_gemm``: weights packed at resize, MR-row register tiles) has no
+# per-call packing, so few rows cost little, and its flops are cheaper against the transforms' numpy passes, whose
+# alpha x alpha matmuls then count per flop (more for bigger tiles). Fitted to the per-layer times on the Zen 4 host
+# (1 thread, ms, im2col / F(2,3) / F(4,3) / F(6,3)): 64ch 56² 2.45 / 1.60 / 1.00 / 1.06; 128ch 28² 2.25 / 1.28 /
+# 0.86 / 0.94; 256ch 14² 2.20 / 1.19 / 1.03 / 1.27; 512ch 7² 2.22 / 1.49 / 2.50 / 4.40 (with numpy's GEMM im2col won
+# at 7² and F(2,3) at 14²); the UNet block keeps F(6,3). Every constant within 2x of these picks the same units.
+PACKED_GEMM = GemmModel(4.0, 10.0, 2.0)
+
+
 def l2_cache_bytes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> int | None:
     """The per-core level-2 cache (data or unified) of CPU 0 as Linux reports it; None where it does not."""
     with contextlib.suppress(OSError, ValueError):
@@ -196,12 +216,13 @@ def winograd_cost(ic: int, oc: int, oh: int, ow: int, k: int, unit: int) -> floa
     return float((2 * a * a * a * ic + 2 * a * a * ic * oc + (a + unit) * unit * 2 * a * oc) * tiles)
 
 
-def gemm_cost(flops: float, rows: float) -> float:
+def gemm_cost(flops: float, rows: float, model: GemmModel = BLAS_GEMM) -> float:
     """Time cost of GEMMs of ``flops`` made in calls of ``rows`` rows (few rows: below the BLAS peak)."""
-    return flops * (1.0 + GEMM_HALF_ROWS / max(rows, 1.0))
+    return flops * (1.0 + model.half_rows / max(rows, 1.0))
 
 
-def im2col_cost(params: ConvShape, in_shape: tuple[int, ...], out_hw: tuple[int, int]) -> float:
+def im2col_cost(params: ConvShape, in_shape: tuple[int, ...], out_hw: tuple[int, int],
+                model: GemmModel = BLAS_GEMM) -> float:
     """Time cost of ``backends/cpu/compute/im2col``: GEMMs over its tiles of rows, its passes, streamed weights."""
     (kh, kw), g = params.kernel, params.group
     icg, ocg = params.in_channels // g, params.out_channels // g
@@ -212,13 +233,15 @@ def im2col_cost(params: ConvShape, in_shape: tuple[int, ...], out_hw: tuple[int,
     tiles = output_tiles(n, out_hw[0], g * out_hw[1] * k_len * 4, IM2COL_TILE_BYTES)
     floats = 2 * n * h * w * cp + 2 * pixels * k_len * g + 6 * pixels * ocp
     flops = 2.0 * pixels * icg * ocg * kh * kw * g
-    return gemm_cost(flops, pixels / len(tiles)) + PASS_FLOAT_COST * floats + weight_traffic(icg, ocg, kh * kw) * g
+    return gemm_cost(flops, pixels / len(tiles), model) + PASS_FLOAT_COST * floats \
+        + weight_traffic(icg, ocg, kh * kw, model) * g
 
 
 def winograd_time(ic: int, oc: int, in_shape: tuple[int, ...], out_hw: tuple[int, int], k: int, unit: int,
-                  group: int = 1, threads: int = 1) -> float:
+                  group: int = 1, threads: int = 1, model: GemmModel = BLAS_GEMM) -> float:
     """Time cost of ``WinogradKernel`` F(unit, k) without the weights: the alpha² GEMMs over its blocks of tiles
-    and its passes (input copy; gather, Bᵀ, B over alpha² x Cp; Aᵀ, A, bias/clamp and store over OCp per tile)."""
+    and its passes (input copy; gather, Bᵀ, B over alpha² x Cp; Aᵀ, A, bias/clamp and store over OCp per tile),
+    plus the transforms' flops where the model counts them (2 alpha per float each of Bᵀ., .B, Aᵀ., .A)."""
     a = unit + k - 1
     n, _, h, w = in_shape
     cp, ocp = PACK * math.ceil(ic / PACK), PACK * math.ceil(oc / PACK)
@@ -228,12 +251,14 @@ def winograd_time(ic: int, oc: int, in_shape: tuple[int, ...], out_hw: tuple[int
     tiles = n * th * tw
     floats = 2 * n * h * w * cp + tiles * (6 * a * a * cp + (a * a + 2 * unit * a + 5 * unit * unit) * ocp)
     flops = 2.0 * a * a * tiles * ic * oc / group
-    return gemm_cost(flops, tiles / len(blocks)) + PASS_FLOAT_COST * floats
+    transforms = tiles * (4 * a ** 3 * cp + 2 * a * unit * (a + unit) * ocp)
+    return gemm_cost(flops, tiles / len(blocks), model) + PASS_FLOAT_COST * floats \
+        + model.transform_flop_cost * transforms
 
 
-def weight_traffic(ic: int, oc: int, taps: int) -> float:
-    """Cost of streaming ``taps`` x ic x oc weights once per run (``WINOGRAD_WEIGHT_COST`` per element)."""
-    return WINOGRAD_WEIGHT_COST * taps * ic * oc
+def weight_traffic(ic: int, oc: int, taps: int, model: GemmModel = BLAS_GEMM) -> float:
+    """Cost of streaming ``taps`` x ic x oc weights once per run (``model.weight_cost`` per element)."""
+    return model.weight_cost * taps * ic * oc
 
 
 class WinogradMemory(NamedTuple):
@@ -336,7 +361,7 @@ def _out_hw(params: ConvShape, in_shape: tuple[int, ...], pads: tuple[int, int, 
 
 
 def plan_conv2d(params: ConvShape, in_shape: tuple[int, ...], threads: int = 1, force: str | None = None,
-                memory_limit: int | None = None) -> ConvPlan:
+                memory_limit: int | None = None, gemm: GemmModel = BLAS_GEMM) -> ConvPlan:
     """Choose the convolution algorithm with MNN's cost model.
 
     Args:
@@ -346,6 +371,7 @@ def plan_conv2d(params: ConvShape, in_shape: tuple[int, ...], threads: int = 1, 
         force: optional override: "im2col", "gemm1x1", "strassen", "depthwise", "deconv", "winograd" or
             "winograd:U".
         memory_limit: bytes a Winograd kernel may hold (weights + intermediates); larger units are ruled out.
+        gemm: the cost of the GEMM the kernels will call (``BLAS_GEMM`` or ``PACKED_GEMM``).
 
     Returns:
         The plan.
@@ -363,14 +389,14 @@ def plan_conv2d(params: ConvShape, in_shape: tuple[int, ...], threads: int = 1, 
     oh, ow = _out_hw(params, in_shape, pads)
     icg, ocg = ic // g, oc // g
     origin = float(ow * oh * 2 * icg * ocg * kh * kw * g)
-    costs: dict[str, float] = {"direct": im2col_cost(params, in_shape, (oh, ow)), "direct:flops": origin}
+    costs: dict[str, float] = {"direct": im2col_cost(params, in_shape, (oh, ow), gemm), "direct:flops": origin}
     if memory_limit is not None:
         costs["memory_limit"] = float(memory_limit)
     depthwise_ok = g == ic == oc and (g > 1 or (kh, kw) != (1, 1))  # 1 channel: direct taps beat GEMMs
     is_1x1 = (kh, kw) == (1, 1) and params.stride == (1, 1) and pads == (0, 0, 0, 0)
     winograd_ok = kh == kw and kh > 1 and params.stride == (1, 1) and params.dilation == (1, 1)
     if force is not None:
-        return _forced(force, params, in_shape, costs, depthwise_ok, is_1x1, winograd_ok, (oh, ow), threads)
+        return _forced(force, params, in_shape, costs, depthwise_ok, is_1x1, winograd_ok, (oh, ow), threads, gemm)
     if depthwise_ok:
         return ConvPlan("depthwise", costs=costs, reason="group == in == out channels: per-channel taps")
     if is_1x1:
@@ -383,12 +409,12 @@ def plan_conv2d(params: ConvShape, in_shape: tuple[int, ...], threads: int = 1, 
                             reason=f"1x1 s1: Strassen saves traffic for {depth} level(s)")
         return ConvPlan("gemm1x1", costs=costs, reason="1x1 s1 no pad: plain GEMM (Strassen test says no)")
     if winograd_ok:
-        return _plan_winograd(params, in_shape, (oh, ow), threads, memory_limit, costs)
+        return _plan_winograd(params, in_shape, (oh, ow), threads, memory_limit, costs, gemm)
     return ConvPlan("im2col", costs=costs, reason="not 1x1 s1 and not Winograd-eligible (stride/dilation/shape)")
 
 
 def _plan_winograd(params: ConvShape, in_shape: tuple[int, ...], out_hw: tuple[int, int], threads: int,
-                   memory_limit: int | None, costs: dict[str, float]) -> ConvPlan:
+                   memory_limit: int | None, costs: dict[str, float], gemm: GemmModel = BLAS_GEMM) -> ConvPlan:
     """Best Winograd unit by time cost + memory term within the budget, else im2col (MNN's rate test)."""
     k, g = params.kernel[0], params.group
     icg, ocg = params.in_channels // g, params.out_channels // g
@@ -397,8 +423,8 @@ def _plan_winograd(params: ConvShape, in_shape: tuple[int, ...], out_hw: tuple[i
         flops = winograd_cost(icg, ocg, *out_hw, k, u) * g
         mem = winograd_memory(params.in_channels, params.out_channels, in_shape, out_hw, k, u, g, threads,
                               getattr(params, "pads", (0, 0, 0, 0)))
-        time = winograd_time(params.in_channels, params.out_channels, in_shape, out_hw, k, u, g, threads)
-        cost = time + weight_traffic(icg, ocg, (u + k - 1) ** 2) * g + WINOGRAD_MEMORY_COST * mem.total
+        time = winograd_time(params.in_channels, params.out_channels, in_shape, out_hw, k, u, g, threads, gemm)
+        cost = time + weight_traffic(icg, ocg, (u + k - 1) ** 2, gemm) * g + WINOGRAD_MEMORY_COST * mem.total
         costs.update({f"winograd:{u}": cost, f"winograd:{u}:flops": flops, f"winograd:{u}:time": time,
                       f"winograd:{u}:bytes": float(mem.total), f"winograd:{u}:weight_bytes": float(mem.weights)})
         if memory_limit is not None and mem.total > memory_limit:
@@ -414,7 +440,8 @@ def _plan_winograd(params: ConvShape, in_shape: tuple[int, ...], out_hw: tuple[i
 
 
 def _forced(force: str, params: ConvShape, in_shape: tuple[int, ...], costs: dict[str, float], depthwise_ok: bool,
-            is_1x1: bool, winograd_ok: bool, out_hw: tuple[int, int], threads: int = 1) -> ConvPlan:
+            is_1x1: bool, winograd_ok: bool, out_hw: tuple[int, int], threads: int = 1,
+            gemm: GemmModel = BLAS_GEMM) -> ConvPlan:
     name, _, arg = force.partition(":")
     reason = f"forced {force!r}"
     if name == "im2col" and not arg:
@@ -435,8 +462,8 @@ def _forced(force: str, params: ConvShape, in_shape: tuple[int, ...], costs: dic
         if not arg:
             units = winograd_units(k, *out_hw) or [2]
             ic, oc = params.in_channels, params.out_channels
-            totals = {u: winograd_time(ic, oc, in_shape, out_hw, k, u, params.group, threads)
-                      + weight_traffic(ic, oc, (u + k - 1) ** 2) / params.group for u in units}
+            totals = {u: winograd_time(ic, oc, in_shape, out_hw, k, u, params.group, threads, gemm)
+                      + weight_traffic(ic, oc, (u + k - 1) ** 2, gemm) / params.group for u in units}
             unit = min(units, key=totals.__getitem__)
         elif arg.isdigit():
             unit = int(arg)

@@ -11,8 +11,9 @@ from dataclasses import replace
 from typing import Any
 
 from mnnpy.core.conv_geometry import conv_weights
-from mnnpy.core.strategy import ConvPlan, plan_conv2d
+from mnnpy.core.strategy import BLAS_GEMM, PACKED_GEMM, ConvPlan, plan_conv2d
 
+from . import packed_gemm
 from .blas import blas_threads
 from .common import COUNTERS, Conv2DKernel, Conv2DParams, conv2d_output_shape, conv2d_params
 from .deconv import DeconvKernel
@@ -57,7 +58,8 @@ def make_conv2d_kernel(conv: Any, op_type: int, in_shape_nchw: tuple, threads: i
     shape = tuple(int(v) for v in in_shape_nchw)
     params = conv2d_params(conv, op_type, shape, output_hw)
     weight, bias = conv_weights(conv, params)
-    plan = plan_conv2d(params, shape, threads=threads, force=force, memory_limit=memory_limit)
+    plan = plan_conv2d(params, shape, threads=threads, force=force, memory_limit=memory_limit,
+                       gemm=PACKED_GEMM if packed_gemm.available() else BLAS_GEMM)
     plan = replace(plan, threads=max(int(threads), 1))
     extra = {"scratch": scratch} if plan.algorithm in ("winograd", "im2col", "gemm1x1", "strassen") else {}
     # Weight preparation at BLAS 1 thread: its small-K GEMMs (Winograd G g Gᵀ) split over an OpenBLAS pool wait on

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from mnnpy.backends.cpu.compute import packed_gemm as pg
 
 

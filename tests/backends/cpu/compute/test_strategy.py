@@ -132,3 +132,19 @@ def test_winograd_blocks_follow_the_l2_cache(tmp_path) -> None:
     assert winograd_block_bytes(512 << 10) == 1 << 20 and winograd_block_bytes(1 << 20) == 2 << 20
     assert winograd_block_bytes(None) == 2 << 20
     assert winograd_block_bytes(64 << 10) == 512 << 10 and winograd_block_bytes(16 << 20) == 4 << 20
+
+
+def test_packed_gemm_model_picks_the_measured_units() -> None:
+    """With the packed GEMM (few rows cheap, transforms' flops counted) the picks follow the per-layer times measured
+    with it (``strategy.PACKED_GEMM``): F(4,3) down to 14², F(2,3) at 512ch 7² (im2col with numpy's GEMM), F(6,3)
+    on big images."""
+    from mnnpy.core.strategy import PACKED_GEMM
+
+    def pick(c: int, hw: int) -> str:
+        plan = plan_conv2d(params(3, ic=c, oc=c), (1, c, hw, hw), gemm=PACKED_GEMM)
+        return plan.algorithm if plan.unit is None else f"{plan.algorithm}:{plan.unit}"
+
+    assert [pick(c, hw) for c, hw in ((64, 56), (128, 28), (256, 14), (512, 7), (64, 256))] == \
+        ["winograd:4", "winograd:4", "winograd:4", "winograd:2", "winograd:6"]
+    assert plan_conv2d(params(3, ic=512, oc=512), (1, 512, 7, 7)).algorithm == "im2col"  # numpy's GEMM
+
