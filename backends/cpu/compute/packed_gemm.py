@@ -40,6 +40,8 @@ from typing import Any
 
 import numpy as np
 
+from mnnpy.core.memory import mapped_zeros
+
 _STATE: dict[str, Any] = {}
 _LOCK = threading.Lock()
 # packed_gemm(A, lda, B, panel, C, ldc, M, K, N, bias, lo, hi, batch, a_step, b_step, c_step): see ``_ir``
@@ -306,7 +308,7 @@ class PackedWeights:
         wb = w if batched else w[None]
         t, k, n = wb.shape
         p, whole = -(-n // nr), n // nr
-        packed = np.zeros((t, p, k, nr), dtype=np.float32)
+        packed = mapped_zeros((t, p, k, nr), np.float32)  # its own mapping: no heap fragments (memory.py)
         by_column = packed.transpose(0, 2, 1, 3)  # [T, K, P, NR]: column j * NR + i of w at [.., j, i]
         by_column[:, :, :whole] = wb[:, :, : whole * nr].reshape(t, k, whole, nr)
         if whole < p:
