@@ -102,10 +102,10 @@ def run(args: argparse.Namespace) -> int:
                      f"interleaved{where}{with_others}")
             print(report(title, stats, missing, diffs, models.convert_s))
             results.append((n, stats, diffs))
-        if len(groups) > 1:
-            print(scaling([(n, stats) for n, stats, _ in results]))
         # after the sessions were made (their pre-inference time includes loading or compiling the kernel)
         print(f"CPU GEMM: {packed_gemm.describe()}")
+        if len(groups) > 1:
+            print(scaling([(n, stats) for n, stats, _ in results]))
         ours = next((e for e in groups[0][1] if isinstance(e, MnnpyEngine)), None)
         ops = []
         if args.profile and ours is not None and ours.mode == "segments":
