@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
@@ -44,7 +46,16 @@ class Conv2DKernel:
         self.bias_row[: params.out_channels] = bias
         self.bias_tile = np.tile(self.bias_row, (max(16, BIAS_TILE_FLOATS // self.bias_row.size), 1))
         self.store_jit = None  # see compiled_store
+        self._calls: dict[tuple, Callable[[], None]] = {}  # see bound_call
         COUNTERS["kernels_made"] += 1
+
+    def bound_call(self, key: tuple, make: Callable[[], Callable[[], None]]) -> Callable[[], None]:
+        """The call ``make()`` returned the first time ``key`` was asked for (a packed GEMM bound to arrays this
+        kernel keeps: ``PackedWeights.bind``, checked and addressed once instead of every run)."""
+        call = self._calls.get(key)
+        if call is None:
+            call = self._calls[key] = make()
+        return call
 
     def compiled_store(self) -> None:
         """Let ``_store_nhwc`` run as one compiled pass (bias, activation and layout together) where JIT kernels

@@ -200,7 +200,7 @@ class Gemm1x1Kernel(Conv2DKernel):
         m, cp, ocp = self.flat
         y_mat = out.reshape(m, ocp)
         if self.packed is not None:  # GEMM, bias and activation in one call
-            self._bound = (x, out, [partial(self.packed.matmul, x.reshape(m, cp), y_mat, *self.bounds, cp)])
+            self._bound = (x, out, [self.packed.bind(x.reshape(m, cp), y_mat, *self.bounds, cp)])
             return self._bound[2]
         calls = [partial(np.matmul, x.reshape(m, cp), self.weight, out=y_mat)]
         if np.any(self.bias_row):
@@ -218,7 +218,7 @@ class Gemm1x1Kernel(Conv2DKernel):
             return None
         m, cp, ocp = self.flat
         if self.packed is not None:
-            return partial(self.packed.matmul, x.reshape(m, cp), out.reshape(m, ocp), -np.inf, np.inf, cp, 0, False)
+            return self.packed.bind(x.reshape(m, cp), out.reshape(m, ocp), rows=cp, bias=False)
         gemm = partial(np.matmul, x.reshape(m, cp), self.weight, out=out.reshape(m, ocp))
         return partial(run_lanes, [gemm], 1)  # run_lanes: BLAS held at 1 thread, as on every path
 
@@ -226,7 +226,8 @@ class Gemm1x1Kernel(Conv2DKernel):
         y = y_mat[r0:r1]
         if self.packed is not None:  # the first Cp columns of x (not the bias column), bias and activation inside
             cp = self.x_mat.shape[1]
-            self.packed.matmul(x_mat[r0:r1, :cp], y, *self.bounds, cp)
+            self.bound_call(("rows", id(x_mat), id(y_mat), r0, r1),
+                            lambda: self.packed.bind(x_mat[r0:r1, :cp], y, *self.bounds, cp))()
             return
         if self.folded and x_mat is self.x_gemm:
             np.matmul(x_mat[r0:r1], self.w_gemm, out=y)
@@ -287,7 +288,8 @@ class Gemm1x1Kernel(Conv2DKernel):
         if self.packed is not None:  # the bias column kept (border rows stay 0), no bias vector; the clamp inside
             lo, hi = self.bounds if activate else (-np.inf, np.inf)
             for a, out in gemms:
-                self.packed.matmul(a, out, lo, hi, bias=False)
+                self.bound_call(("padded", id(a), id(out), activate),
+                                lambda a=a, out=out: self.packed.bind(a, out, lo, hi, bias=False))()
             return
         for a, out in gemms:
             np.matmul(a, self.w_gemm, out=out)
@@ -298,7 +300,8 @@ class Gemm1x1Kernel(Conv2DKernel):
         """The GEMM (bias, activation) on a producer's contiguous NHWC rows ``x`` [N, H, W, Cp], into NC4HW4
         ``out``: no input layout copy."""
         if self.packed is not None:
-            self.packed.matmul(x.reshape(self.y_mat.shape[0], -1), self.y_mat, rows=self.weight.shape[0], bias=False)
+            self.bound_call(("nhwc", id(x)), lambda: self.packed.bind(x.reshape(self.y_mat.shape[0], -1), self.y_mat,
+                                                                      rows=self.weight.shape[0], bias=False))()
         else:
             np.matmul(x.reshape(self.y_mat.shape[0], -1), self.weight, out=self.y_mat)
         self._store_nhwc(self.y, out)

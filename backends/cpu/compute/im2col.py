@@ -218,7 +218,8 @@ class Im2ColKernel(Conv2DKernel):
             gather, cols_mat, y_rows, scatter, (n0, n1, r0, r1, y_tile, y_pixels) = steps[k]
             np.copyto(*gather)
             if self.packed is not None:  # GEMM, bias and activation in one call
-                self.packed.matmul(cols_mat, y_rows, *self.bounds, bias=not self.fold_bias)
+                self.bound_call(("step", id(cols_mat), id(y_rows)), lambda a=cols_mat, y=y_rows: self.packed.bind(
+                    a, y, *self.bounds, bias=not self.fold_bias))()
             else:
                 np.matmul(cols_mat, self.weight, out=y_rows)
                 if scatter is not None:

@@ -35,6 +35,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -327,6 +328,25 @@ class PackedWeights:
         """``out = clamp(a @ w[first:first + rows] + bias, lo, hi)`` (see the class docstring; ``bias`` False: no
         bias; batched, ``a`` / ``out`` hold products ``start ..`` of the batch); raises ValueError on arrays the
         kernel cannot read or write as they are."""
+        args = self._args(a, out, lo, hi, rows, first, bias, start)
+        if args is not None:
+            self.fn(*args)
+
+    def bind(self, a: np.ndarray, out: np.ndarray, lo: float = -np.inf, hi: float = np.inf, rows: int | None = None,
+             first: int = 0, bias: bool = True, start: int = 0) -> Callable[[], None]:
+        """``matmul`` for these arrays, checked and addressed once: the run is one foreign call (~1.7 us against
+        ~8.6 us for ``matmul``, whose checks and address look-ups are per call). The closure keeps the arrays."""
+        args = self._args(a, out, lo, hi, rows, first, bias, start)
+        fn, keep = self.fn, (a, out, self)
+
+        def run() -> None:
+            if args is not None and keep:
+                fn(*args)
+        return run
+
+    def _args(self, a: np.ndarray, out: np.ndarray, lo: float, hi: float, rows: int | None, first: int, bias: bool,
+              start: int) -> tuple | None:
+        """The kernel's arguments for this product (None: nothing to compute), after the checks."""
         k, n = self.shape
         rows = k - first if rows is None else rows
         if a.dtype != np.float32 or out.dtype != np.float32 or a.shape[-1] != rows or out.shape[-1] != n \
@@ -340,13 +360,13 @@ class PackedWeights:
             if a.ndim != 2 or a.strides[0] % 4 or out.strides[0] % 4 or a.shape[0] == 0:
                 if a.ndim != 2 or a.shape[0]:
                     raise ValueError(f"packed GEMM: unsupported strides {a.strides} / {out.strides}")
-                return
-            self.fn(_address(a), a.strides[0] // 4, b, panel, _address(out), out.strides[0] // 4, a.shape[0], rows,
+                return None
+            return (_address(a), a.strides[0] // 4, b, panel, _address(out), out.strides[0] // 4, a.shape[0], rows,
                     n, add, lo, hi, 1, 0, 0, 0)
-            return
         if a.ndim != 3 or not 0 <= start <= start + a.shape[0] <= self.batch \
                 or any(s % 4 for s in (*a.strides[:2], *out.strides[:2])):
             raise ValueError(f"packed GEMM: batch {a.shape} / {out.shape} against {self.batch} weights")
-        if a.shape[0] and a.shape[1]:
-            self.fn(_address(a), a.strides[1] // 4, b, panel, _address(out), out.strides[1] // 4, a.shape[1], rows,
-                    n, add, lo, hi, a.shape[0], a.strides[0] // 4, self.panels[0].size, out.strides[0] // 4)
+        if not (a.shape[0] and a.shape[1]):
+            return None
+        return (_address(a), a.strides[1] // 4, b, panel, _address(out), out.strides[1] // 4, a.shape[1], rows,
+                n, add, lo, hi, a.shape[0], a.strides[0] // 4, self.panels[0].size, out.strides[0] // 4)

@@ -315,7 +315,8 @@ class WinogradKernel(Conv2DKernel):
     def _gemm(self, b: _Block, p0: int, p1: int) -> None:
         packed = self.packed.get(id(b.weight))
         if packed is not None:
-            packed.matmul(b.v_groups[p0:p1], b.m_groups[p0:p1], start=p0)
+            self.bound_call(("gemm", id(b.v_groups), p0, p1),
+                            lambda: packed.bind(b.v_groups[p0:p1], b.m_groups[p0:p1], start=p0))()
         else:
             np.matmul(b.v_groups[p0:p1], b.weight[p0:p1], out=b.m_groups[p0:p1])
 
