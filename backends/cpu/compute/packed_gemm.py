@@ -13,9 +13,9 @@ Winograd convolution's alpha² positions in one call). B is packed once into pan
 vectors of columns (32 floats with AVX-512, 16 with AVX2), zero-padded past N. A register tile is MR rows of A
 (8 on AVX-512's 32 vector registers, 6 on AVX2's 16) by one panel: MR x 2 accumulators start at the bias, each k
 adds one broadcast A value times two B vectors, and the tile is clamped and stored once (masked in the last panel;
-the rows past the last whole tile run one-row tiles). The panels are the outer loop, so a panel (K x NR floats)
-stays in L1/L2 while every row tile streams past it. ``lo``/``hi`` clamp by compare-and-select, so NaN passes
-through as in numpy.
+the rows past the last whole tile run one-row tiles). Within a block of rows (~1 MB of C), the panels are the outer
+loop, so a panel (K x NR floats) stays in L1/L2 while the block's row tiles stream past it. ``lo``/``hi`` clamp by
+compare-and-select, so NaN passes through as in numpy.
 
 Availability: x86-64 with FMA and AVX2 (AVX-512 used where present), llvmlite importable (numba's compiler, the
 ``jit`` extra) and ``MNNPY_JIT`` not off. Otherwise ``available()`` is False and every caller keeps numpy's GEMM;
@@ -45,10 +45,10 @@ from mnnpy.core.memory import mapped_zeros
 
 _STATE: dict[str, Any] = {}
 _LOCK = threading.Lock()
-# packed_gemm(A, lda, B, panel, C, ldc, M, K, N, bias, lo, hi, batch, a_step, b_step, c_step): see ``_ir``
+# packed_gemm(A, lda, B, panel, C, ldc, M, K, N, bias, lo, hi, batch, a_step, b_step, c_step, mc): see ``_ir``
 _ARGS = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
          ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_float, ctypes.c_float,
-         ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
+         ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
 
 
 def _switched_off() -> bool:
@@ -187,16 +187,16 @@ def _cache_dir() -> Path | None:
 def _ir(vw: int, mr: int) -> str:
     """The kernel as LLVM IR text (see the module docstring), for vectors of ``vw`` floats and ``mr``-row tiles.
 
-    ``packed_gemm(A, lda, B, panel, C, ldc, M, K, N, bias, lo, hi, batch, a_step, b_step, c_step)``: element
+    ``packed_gemm(A, lda, B, panel, C, ldc, M, K, N, bias, lo, hi, batch, a_step, b_step, c_step, mc)``: element
     strides; B's panel p starts at ``B + p * panel`` (a caller may run over the first K rows of a packed matrix with
-    more, or from a row offset); product t of the batch reads ``A + t * a_step`` etc."""
+    more, or from a row offset); product t of the batch reads ``A + t * a_step`` etc.; rows in blocks of ``mc``."""
     v, nr = f"<{vw} x float>", 2 * vw
     splat = f"<{vw} x i32> zeroinitializer"
     lines = [f"declare {v} @llvm.fma.v{vw}f32({v}, {v}, {v})",
              f"declare void @llvm.masked.store.v{vw}f32.p0({v}, ptr, i32, <{vw} x i1>)",
              "define void @packed_gemm(ptr noalias %A0, i64 %lda, ptr noalias %B0, i64 %panel, ptr noalias %C0,"
              " i64 %ldc, i64 %M, i64 %K, i64 %N, ptr noalias %bias, float %lo, float %hi, i64 %batch,"
-             " i64 %astep, i64 %bstep, i64 %cstep) {",
+             " i64 %astep, i64 %bstep, i64 %cstep, i64 %mc) {",
              "entry:",
              f"  %np0 = add i64 %N, {nr - 1}",
              f"  %np = udiv i64 %np0, {nr}",
@@ -206,16 +206,22 @@ def _ir(vw: int, mr: int) -> str:
              f"  %his = shufflevector {v} %hi1, {v} poison, {splat}",
              "  br label %t_loop",
              "t_loop:",
-             "  %t = phi i64 [0, %entry], [%t_next, %p_done]",
+             "  %t = phi i64 [0, %entry], [%t_next, %t_done]",
              "  %ao = mul i64 %t, %astep",
              "  %A = getelementptr float, ptr %A0, i64 %ao",
              "  %bo = mul i64 %t, %bstep",
              "  %B = getelementptr float, ptr %B0, i64 %bo",
              "  %co = mul i64 %t, %cstep",
              "  %C = getelementptr float, ptr %C0, i64 %co",
+             "  br label %m_loop",
+             "m_loop:",  # blocks of mc rows: a block's C rows stay in cache while every panel stores into them
+             "  %i0 = phi i64 [0, %t_loop], [%i0_next, %p_done]",
+             "  %i0_end = add i64 %i0, %mc",
+             "  %i0_short = icmp ult i64 %i0_end, %M",
+             "  %Mb = select i1 %i0_short, i64 %i0_end, i64 %M",
              "  br label %p_loop",
              "p_loop:",
-             "  %p = phi i64 [0, %t_loop], [%p_next, %p_end]",
+             "  %p = phi i64 [0, %m_loop], [%p_next, %p_end]",
              "  %poff = mul i64 %p, %panel",
              "  %bp = getelementptr float, ptr %B, i64 %poff",
              f"  %col0 = mul i64 %p, {nr}",
@@ -231,12 +237,12 @@ def _ir(vw: int, mr: int) -> str:
                   f"  %bias{h} = load {v}, ptr %biasp{h}, align 4"]
     lines += ["  br label %i_loop",
               "i_loop:",
-              "  %i = phi i64 [0, %p_loop], [%inext_m, %store_m], [%inext_1, %store_1]",
+              "  %i = phi i64 [%i0, %p_loop], [%inext_m, %store_m], [%inext_1, %store_1]",
               f"  %iend = add i64 %i, {mr}",
-              "  %fits = icmp ule i64 %iend, %M",
+              "  %fits = icmp ule i64 %iend, %Mb",
               "  br i1 %fits, label %tile_m, label %row_check",
               "row_check:",
-              "  %more = icmp ult i64 %i, %M",
+              "  %more = icmp ult i64 %i, %Mb",
               "  br i1 %more, label %tile_1, label %p_end"]
     for tag, rows in (("m", mr), ("1", 1)):
         lines += [f"tile_{tag}:"]
@@ -283,6 +289,10 @@ def _ir(vw: int, mr: int) -> str:
               "  %pmore = icmp ult i64 %p_next, %np",
               "  br i1 %pmore, label %p_loop, label %p_done",
               "p_done:",
+              "  %i0_next = add i64 %i0, %mc",
+              "  %mmore = icmp ult i64 %i0_next, %M",
+              "  br i1 %mmore, label %m_loop, label %t_done",
+              "t_done:",
               "  %t_next = add i64 %t, 1",
               "  %tmore = icmp ult i64 %t_next, %batch",
               "  br i1 %tmore, label %t_loop, label %exit",
@@ -290,6 +300,20 @@ def _ir(vw: int, mr: int) -> str:
               "  ret void",
               "}"]
     return "\n".join(lines)
+
+
+# C is computed in blocks of rows of about this many bytes, all panels of a block before the next block: the block's
+# rows stay in L2 while each panel stores its columns of them. Cold caches (40 MB written between runs), Zen 4, ms,
+# unblocked -> 1 MB: ResNet-18's stem 12544 x 147 x 64 3.28 -> 2.87; MobileNetV2's shapes and layer 4 within 2%;
+# hot, no change.
+ROW_BLOCK_BYTES = 1 << 20
+
+
+def _row_block(row_bytes: int, n: int) -> int:
+    """Rows per block (``mc``): as many as keep about ``ROW_BLOCK_BYTES`` of C, a multiple of the tile rows."""
+    mr = _STATE["mr"]
+    rows = max(1, ROW_BLOCK_BYTES // max(row_bytes, 4 * n, 1))
+    return max(mr, rows // mr * mr)
 
 
 def _address(a: np.ndarray) -> int:
@@ -362,11 +386,12 @@ class PackedWeights:
                     raise ValueError(f"packed GEMM: unsupported strides {a.strides} / {out.strides}")
                 return None
             return (_address(a), a.strides[0] // 4, b, panel, _address(out), out.strides[0] // 4, a.shape[0], rows,
-                    n, add, lo, hi, 1, 0, 0, 0)
+                    n, add, lo, hi, 1, 0, 0, 0, _row_block(out.strides[0], n))
         if a.ndim != 3 or not 0 <= start <= start + a.shape[0] <= self.batch \
                 or any(s % 4 for s in (*a.strides[:2], *out.strides[:2])):
             raise ValueError(f"packed GEMM: batch {a.shape} / {out.shape} against {self.batch} weights")
         if not (a.shape[0] and a.shape[1]):
             return None
         return (_address(a), a.strides[1] // 4, b, panel, _address(out), out.strides[1] // 4, a.shape[1], rows,
-                n, add, lo, hi, a.shape[0], a.strides[0] // 4, self.panels[0].size, out.strides[0] // 4)
+                n, add, lo, hi, a.shape[0], a.strides[0] // 4, self.panels[0].size, out.strides[0] // 4,
+                _row_block(out.strides[1], n))

@@ -139,3 +139,18 @@ def test_a_fresh_process_loads_the_cached_kernel(tmp_path: Path) -> None:
 def test_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MNNPY_JIT", "0")
     assert not pg.available() and "off" in pg.describe()
+
+
+@pytest.mark.parametrize("block_bytes", [1, 4 * 40 * 9, 4 * 40 * 16])
+def test_row_blocks(monkeypatch: pytest.MonkeyPatch, block_bytes: int) -> None:
+    """C in blocks of rows (``ROW_BLOCK_BYTES``): one tile per block, blocks with a partial tile, a batch."""
+    monkeypatch.setattr(pg, "ROW_BLOCK_BYTES", block_bytes)
+    rng = np.random.default_rng(block_bytes)
+    w = rng.standard_normal((3, 21, 40)).astype(np.float32)
+    a = rng.standard_normal((3, 37, 21)).astype(np.float32)
+    out = np.empty((3, 37, 40), np.float32)
+    pg.PackedWeights(w).bind(a, out)()
+    _check(out, a, w)
+    flat = np.empty((37, 40), np.float32)
+    pg.PackedWeights(w[1], np.ones(40, np.float32)).matmul(a[1], flat, 0.0, 6.0)
+    _check(flat, a[1], w[1], np.ones(40, np.float32), 0.0, 6.0)
