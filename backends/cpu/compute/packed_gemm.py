@@ -320,6 +320,11 @@ def _address(a: np.ndarray) -> int:
     return a.__array_interface__["data"][0]
 
 
+def panel_width() -> int:
+    """NR: the columns per panel (``PackedWeights.panels`` is [T, N / NR, K, NR]). Only where ``available()``."""
+    return int(_STATE["nr"])
+
+
 class PackedWeights:
     """``w`` [K, N] (or a batch [T, K, N]) packed once into the kernel's panels, with a bias [N] (zeros if None).
 
@@ -327,17 +332,21 @@ class PackedWeights:
     (batched: [T, M, K] / [T, M, N]) with unit column strides and any row strides; ``rows`` < K runs over the first
     rows of ``w`` only. Only made where ``available()``."""
 
-    def __init__(self, w: np.ndarray, bias: np.ndarray | None = None) -> None:
+    def __init__(self, w: np.ndarray | None, bias: np.ndarray | None = None,
+                 shape: tuple[int, int, int] | None = None) -> None:
+        """``w`` None: panels for weights of ``shape`` (T, K, N), zero, for the caller to fill (``panel_columns``
+        says where each column goes; a batch unless T is None)."""
         nr = _STATE["nr"]
-        batched = w.ndim == 3
-        wb = w if batched else w[None]
-        t, k, n = wb.shape
+        batched = w.ndim == 3 if w is not None else shape[0] is not None  # type: ignore[index]
+        t, k, n = (w if batched else w[None]).shape if w is not None else (shape[0] or 1, *shape[1:])  # type: ignore
         p, whole = -(-n // nr), n // nr
         packed = mapped_zeros((t, p, k, nr), np.float32)  # its own mapping: no heap fragments (memory.py)
-        by_column = packed.transpose(0, 2, 1, 3)  # [T, K, P, NR]: column j * NR + i of w at [.., j, i]
-        by_column[:, :, :whole] = wb[:, :, : whole * nr].reshape(t, k, whole, nr)
-        if whole < p:
-            by_column[:, :, whole, : n - whole * nr] = wb[:, :, whole * nr:]
+        if w is not None:
+            wb = w if batched else w[None]
+            by_column = packed.transpose(0, 2, 1, 3)  # [T, K, P, NR]: column j * NR + i of w at [.., j, i]
+            by_column[:, :, :whole] = wb[:, :, : whole * nr].reshape(t, k, whole, nr)
+            if whole < p:
+                by_column[:, :, whole, : n - whole * nr] = wb[:, :, whole * nr:]
         self.panels = packed
         self.bias = np.zeros(p * nr, dtype=np.float32)
         self.zeros = self.bias if bias is None else np.zeros(p * nr, dtype=np.float32)

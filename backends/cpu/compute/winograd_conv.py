@@ -53,7 +53,7 @@ from .common import (
     shared_zeros,
 )
 from .packed_gemm import PackedWeights
-from .winograd import default_interp, transform_weights, winograd_matrices
+from .winograd import default_interp, transform_weights, transform_weights_into_panels, winograd_matrices
 
 BLOCK_BYTES = WINOGRAD_BLOCK_BYTES
 # A padded input above this many bytes is copied block by block (each block's rows just before its tiles are
@@ -116,10 +116,6 @@ class WinogradKernel(Conv2DKernel):
         self.bt = np.ascontiguousarray(mat_b.T, dtype=np.float32)
         self.at = np.ascontiguousarray(mat_a.T, dtype=np.float32)
         wg = weight.reshape(g, ocg, icg, k, k)
-        if g == 1:
-            weights = transform_weights(wg, u, cp, ocp)[0]
-        else:
-            weights = np.ascontiguousarray(transform_weights(wg, u, icg, ocg).transpose(1, 0, 2, 3))
         lanes = lane_count(plan.threads, 2.0 * n * oh * ow * oc * (c // g) * k * k)
         # One block whose weights outweigh its tiles (deep layers, few pixels: weight-bandwidth bound): the lanes
         # share the alpha² GEMMs or the output channels instead of the tiles, so each lane streams only its share of
@@ -132,13 +128,24 @@ class WinogradKernel(Conv2DKernel):
         bands = _bands(ocp // PACK, lanes) if by_channels else [(0, ocp // PACK)]
         self.by_channels = len(bands) > 1
         lanes = len(bands) if self.by_channels else block_lanes
-        # each band's weights contiguous (as column views of the whole the GEMMs ran ~12% slower); the kernel keeps
-        # only the bands
-        self.weights = [weights] if not self.by_channels else \
-            [np.ascontiguousarray(weights[:, :, b0 * PACK: b1 * PACK]) for b0, b1 in bands]
-        # ungrouped: each band's weights packed once for the compiled GEMM (``packed_gemm``): the alpha² position
-        # GEMMs of a block in one call
-        self.packed = {id(w): PackedWeights(w) for w in self.weights} if g == 1 and packed_gemm.available() else {}
+        if g == 1 and not self.by_channels and packed_gemm.available():
+            # the transformed weights straight into the packed GEMM's panels (the alpha² position GEMMs of a block in
+            # one call), the only copy kept
+            whole = PackedWeights(None, shape=(a * a, cp, ocp))
+            transform_weights_into_panels(wg, u, whole.panels)
+            self.weights = [whole.panels]
+            self.packed = {id(whole.panels): whole}
+        else:
+            if g == 1:
+                weights = transform_weights(wg, u, cp, ocp)[0]
+            else:
+                weights = np.ascontiguousarray(transform_weights(wg, u, icg, ocg).transpose(1, 0, 2, 3))
+            # each band's weights contiguous (as column views of the whole the GEMMs ran ~12% slower); the kernel
+            # keeps only the bands, each packed once for the compiled GEMM where it runs
+            self.weights = [weights] if not self.by_channels else \
+                [np.ascontiguousarray(weights[:, :, b0 * PACK: b1 * PACK]) for b0, b1 in bands]
+            self.packed = {id(w): PackedWeights(w) for w in self.weights} if g == 1 and packed_gemm.available() \
+                else {}
         band_bias = [self.bias_tile if not self.by_channels else
                      np.ascontiguousarray(self.bias_tile[:, b0 * PACK: b1 * PACK]) for b0, b1 in bands]
         items = [(blk, i) for blk in blocks for i in range(len(bands))]

@@ -208,8 +208,11 @@ def test_weight_preparation_runs_blas_single_threaded(monkeypatch: pytest.Monkey
         pytest.skip("no controllable BLAS thread pool")
     seen: list[int | None] = []
     original = winograd_conv.transform_weights
+    into = winograd_conv.transform_weights_into_panels  # the packed GEMM's direct path
     monkeypatch.setattr(winograd_conv, "transform_weights",
                         lambda *a: (seen.append(blas.get_blas_threads()), original(*a))[1])
+    monkeypatch.setattr(winograd_conv, "transform_weights_into_panels",
+                        lambda *a: (seen.append(blas.get_blas_threads()), into(*a))[1])
     with blas.blas_threads(2):
         make_conv2d_kernel(make_conv(8, 8, (3, 3), pads=(1, 1, 1, 1)), CONV, (1, 8, 12, 12), force="winograd:4")
         assert blas.get_blas_threads() == 2

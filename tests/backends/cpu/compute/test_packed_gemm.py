@@ -154,3 +154,16 @@ def test_row_blocks(monkeypatch: pytest.MonkeyPatch, block_bytes: int) -> None:
     flat = np.empty((37, 40), np.float32)
     pg.PackedWeights(w[1], np.ones(40, np.float32)).matmul(a[1], flat, 0.0, 6.0)
     _check(flat, a[1], w[1], np.ones(40, np.float32), 0.0, 6.0)
+
+
+@pytest.mark.parametrize(("ic", "oc", "unit"), [(5, 40, 2), (8, 64, 4), (3, 7, 6), (16, 33, 4)])
+def test_winograd_weights_straight_into_panels(ic: int, oc: int, unit: int) -> None:
+    """``winograd.transform_weights_into_panels`` gives the panels that packing ``transform_weights`` would."""
+    from mnnpy.backends.cpu.compute.winograd import transform_weights, transform_weights_into_panels
+
+    w = np.random.default_rng(ic * oc).standard_normal((1, oc, ic, 3, 3)).astype(np.float32)
+    icp, ocp = -(-ic // 4) * 4, -(-oc // 4) * 4
+    want = pg.PackedWeights(transform_weights(w, unit, icp, ocp)[0])
+    got = pg.PackedWeights(None, shape=((unit + 2) ** 2, icp, ocp))
+    transform_weights_into_panels(w, unit, got.panels)
+    np.testing.assert_allclose(got.panels, want.panels, rtol=1e-6, atol=1e-6)
