@@ -8,9 +8,10 @@ layout store, bias + residual add). The kernels (``jit_kernels``) are plain Pyth
 in this package like the numpy ones; they are chosen when a kernel is made (pre-inference), and the profile names
 them (``-jit``).
 
-Policy: only ops whose numpy path takes many passes use them. Where numpy is within reach of a loop (the GEMM-bound
-Winograd and im2col convolutions; PERF.md has the measured attempt), the numpy kernel stays, so a session with none of
-these ops (ResNet-18, a UNet) never imports numba and keeps its fast createSession.
+Policy: only ops whose numpy path takes many passes use them. GEMMs are not numba loops (numba does not keep a GEMM's
+accumulators in registers: 5-20 GFLOP/s; PERF.md): the convolutions' GEMMs run on ``packed_gemm``, a micro-kernel
+written as LLVM IR, which needs llvmlite but not numba, so a session with none of these ops (ResNet-18, a UNet) never
+imports numba and keeps its fast createSession. ``MNNPY_JIT=0`` turns both off.
 
 Without numba, or with ``MNNPY_JIT=0`` in the environment, every kernel keeps its numpy path: the engine never
 needs numba, and the tests run both paths against the same references (the ``cpu_impl`` fixture).
