@@ -108,18 +108,6 @@ def shared_empty(shape: tuple[int, ...], dtype: np.dtype | type = np.float32) ->
     return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype, count=math.prod(shape)).reshape(shape)
 
 
-def mapped_zeros(shape: tuple[int, ...], dtype: np.dtype | type = np.float32) -> np.ndarray:
-    """A zero-filled array in its own anonymous private mapping, returned to the system when the last array that
-    refers to it dies. Large per-session arrays made and freed over and over (packed weights) would otherwise raise
-    glibc's mmap threshold and end up in the heap, which then grows by fragments (test_sessions_do_not_leak: +6 MiB
-    RSS over 400 sessions). Page-aligned."""
-    if not hasattr(mmap, "MAP_ANONYMOUS"):  # not a POSIX mmap: ordinary memory
-        return np.zeros(shape, dtype)
-    nbytes = max(1, math.prod(shape) * np.dtype(dtype).itemsize)
-    area = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    return np.frombuffer(area, dtype=dtype, count=math.prod(shape)).reshape(shape)
-
-
 def view(buf: np.ndarray, base: int, chunk: Chunk, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
     """A typed, shaped view of a planned chunk."""
     n = math.prod(shape) * np.dtype(dtype).itemsize

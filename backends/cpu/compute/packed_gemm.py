@@ -41,8 +41,6 @@ from typing import Any
 
 import numpy as np
 
-from mnnpy.core.memory import mapped_zeros
-
 _STATE: dict[str, Any] = {}
 _LOCK = threading.Lock()
 # packed_gemm(A, lda, B, panel, C, ldc, M, K, N, bias, lo, hi, batch, a_step, b_step, c_step, mc): see ``_ir``
@@ -340,7 +338,7 @@ class PackedWeights:
         batched = w.ndim == 3 if w is not None else shape[0] is not None  # type: ignore[index]
         t, k, n = (w if batched else w[None]).shape if w is not None else (shape[0] or 1, *shape[1:])  # type: ignore
         p, whole = -(-n // nr), n // nr
-        packed = mapped_zeros((t, p, k, nr), np.float32)  # its own mapping: no heap fragments (memory.py)
+        packed = np.zeros((t, p, k, nr), dtype=np.float32)
         if w is not None:
             wb = w if batched else w[None]
             by_column = packed.transpose(0, 2, 1, 3)  # [T, K, P, NR]: column j * NR + i of w at [.., j, i]
