@@ -43,10 +43,12 @@ import numpy as np
 
 _STATE: dict[str, Any] = {}
 _LOCK = threading.Lock()
-# packed_gemm(A, lda, B, panel, C, ldc, M, K, N, bias, lo, hi, batch, a_step, b_step, c_step, mc): see ``_ir``
+# packed_gemm(A, lda, B, panel, C, ldc, M, K, N, bias, lo, hi, batch, a_step, b_step, c_step, mc, nseg, seglen,
+# segstride): see ``_ir``
 _ARGS = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
          ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_float, ctypes.c_float,
-         ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
+         ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+         ctypes.c_int64, ctypes.c_int64]
 
 
 def _switched_off() -> bool:
@@ -185,16 +187,18 @@ def _cache_dir() -> Path | None:
 def _ir(vw: int, mr: int) -> str:
     """The kernel as LLVM IR text (see the module docstring), for vectors of ``vw`` floats and ``mr``-row tiles.
 
-    ``packed_gemm(A, lda, B, panel, C, ldc, M, K, N, bias, lo, hi, batch, a_step, b_step, c_step, mc)``: element
-    strides; B's panel p starts at ``B + p * panel`` (a caller may run over the first K rows of a packed matrix with
-    more, or from a row offset); product t of the batch reads ``A + t * a_step`` etc.; rows in blocks of ``mc``."""
+    ``packed_gemm(A, lda, B, panel, C, ldc, M, K, N, bias, lo, hi, batch, a_step, b_step, c_step, mc, nseg, seglen,
+    segstride)``: element strides; B's panel p starts at ``B + p * panel`` (a caller may run over the first K rows
+    of a packed matrix with more, or from a row offset); product t of the batch reads ``A + t * a_step`` etc.; rows
+    in blocks of ``mc``; a row of A is ``nseg`` runs of ``seglen`` contiguous floats, ``segstride`` apart (K =
+    nseg x seglen; a plain GEMM: one run of K)."""
     v, nr = f"<{vw} x float>", 2 * vw
     splat = f"<{vw} x i32> zeroinitializer"
     lines = [f"declare {v} @llvm.fma.v{vw}f32({v}, {v}, {v})",
              f"declare void @llvm.masked.store.v{vw}f32.p0({v}, ptr, i32, <{vw} x i1>)",
              "define void @packed_gemm(ptr noalias %A0, i64 %lda, ptr noalias %B0, i64 %panel, ptr noalias %C0,"
              " i64 %ldc, i64 %M, i64 %K, i64 %N, ptr noalias %bias, float %lo, float %hi, i64 %batch,"
-             " i64 %astep, i64 %bstep, i64 %cstep, i64 %mc) {",
+             " i64 %astep, i64 %bstep, i64 %cstep, i64 %mc, i64 %nseg, i64 %seglen, i64 %segstride) {",
              "entry:",
              f"  %np0 = add i64 %N, {nr - 1}",
              f"  %np = udiv i64 %np0, {nr}",
@@ -248,26 +252,42 @@ def _ir(vw: int, mr: int) -> str:
             lines += [f"  %row_{tag}{r} = add i64 %i, {r}",
                       f"  %aoff_{tag}{r} = mul i64 %row_{tag}{r}, %lda",
                       f"  %ap_{tag}{r} = getelementptr float, ptr %A, i64 %aoff_{tag}{r}"]
-        lines += [f"  br label %kl_{tag}", f"kl_{tag}:",
-                  f"  %k_{tag} = phi i64 [0, %tile_{tag}], [%kn_{tag}, %kl_{tag}]"]
+        # k in segments (an implicit im2col: A's row is nseg runs of seglen contiguous floats, segstride apart; a
+        # plain GEMM is one segment of K): the accumulators live across both loops
+        lines += [f"  br label %sl_{tag}", f"sl_{tag}:",
+                  f"  %s_{tag} = phi i64 [0, %tile_{tag}], [%sn_{tag}, %se_{tag}]"]
         for r in range(rows):
             for h in range(2):
-                lines.append(f"  %acc_{tag}{r}_{h} = phi {v} [%bias{h}, %tile_{tag}], [%fma_{tag}{r}_{h}, %kl_{tag}]")
-        lines.append(f"  %bk_{tag} = mul i64 %k_{tag}, {nr}")
+                lines.append(f"  %sacc_{tag}{r}_{h} = phi {v} [%bias{h}, %tile_{tag}], [%fma_{tag}{r}_{h}, %se_{tag}]")
+        lines += [f"  %sbase_{tag} = mul i64 %s_{tag}, %segstride",
+                  f"  %kb0_{tag} = mul i64 %s_{tag}, %seglen",
+                  f"  br label %kl_{tag}", f"kl_{tag}:",
+                  f"  %k_{tag} = phi i64 [0, %sl_{tag}], [%kn_{tag}, %kl_{tag}]"]
+        for r in range(rows):
+            for h in range(2):
+                lines.append(f"  %acc_{tag}{r}_{h} = phi {v} [%sacc_{tag}{r}_{h}, %sl_{tag}],"
+                             f" [%fma_{tag}{r}_{h}, %kl_{tag}]")
+        lines += [f"  %kg_{tag} = add i64 %kb0_{tag}, %k_{tag}",
+                  f"  %bk_{tag} = mul i64 %kg_{tag}, {nr}",
+                  f"  %ak_{tag} = add i64 %sbase_{tag}, %k_{tag}"]
         for h in range(2):
             lines += [f"  %bkh_{tag}{h} = add i64 %bk_{tag}, {h * vw}",
                       f"  %bptr_{tag}{h} = getelementptr float, ptr %bp, i64 %bkh_{tag}{h}",
                       f"  %b_{tag}{h} = load {v}, ptr %bptr_{tag}{h}, align 4"]
         for r in range(rows):
-            lines += [f"  %apk_{tag}{r} = getelementptr float, ptr %ap_{tag}{r}, i64 %k_{tag}",
+            lines += [f"  %apk_{tag}{r} = getelementptr float, ptr %ap_{tag}{r}, i64 %ak_{tag}",
                       f"  %a_{tag}{r} = load float, ptr %apk_{tag}{r}, align 4",
                       f"  %as1_{tag}{r} = insertelement {v} poison, float %a_{tag}{r}, i32 0",
                       f"  %as_{tag}{r} = shufflevector {v} %as1_{tag}{r}, {v} poison, {splat}"]
             lines += [f"  %fma_{tag}{r}_{h} = call {v} @llvm.fma.v{vw}f32({v} %as_{tag}{r}, {v} %b_{tag}{h},"
                       f" {v} %acc_{tag}{r}_{h})" for h in range(2)]
         lines += [f"  %kn_{tag} = add i64 %k_{tag}, 1",
-                  f"  %kmore_{tag} = icmp ult i64 %kn_{tag}, %K",
-                  f"  br i1 %kmore_{tag}, label %kl_{tag}, label %store_{tag}",
+                  f"  %kmore_{tag} = icmp ult i64 %kn_{tag}, %seglen",
+                  f"  br i1 %kmore_{tag}, label %kl_{tag}, label %se_{tag}",
+                  f"se_{tag}:",
+                  f"  %sn_{tag} = add i64 %s_{tag}, 1",
+                  f"  %smore_{tag} = icmp ult i64 %sn_{tag}, %nseg",
+                  f"  br i1 %smore_{tag}, label %sl_{tag}, label %store_{tag}",
                   f"store_{tag}:"]
         for r in range(rows):
             lines.append(f"  %coff_{tag}{r} = mul i64 %row_{tag}{r}, %ldc")
@@ -375,6 +395,32 @@ class PackedWeights:
                 fn(*args)
         return run
 
+    def bind_implicit(self, base: np.ndarray, offset: int, rows: tuple[int, int, int], runs: tuple[int, int, int],
+                      out: np.ndarray, lo: float = -np.inf, hi: float = np.inf) -> Callable[[], None]:
+        """A bound product whose A is read in place from ``base`` (an implicit im2col: no column matrix). Product t
+        (of ``out``'s first axis), row i, k = s * seglen + j reads ``base.flat[offset + t * a_step + i * lda + s *
+        segstride + j]`` for ``rows`` = (a_step, lda, M) and ``runs`` = (nseg, seglen, segstride); its K = nseg x
+        seglen first rows of the weights, the bias, the clamp, into ``out`` [T, M, N]. Every address is checked to
+        lie inside ``base`` here, once."""
+        (a_step, lda, m), (nseg, seglen, segstride) = rows, runs
+        k, n = self.shape
+        t = out.shape[0]
+        last = offset + (t - 1) * a_step + (m - 1) * lda + (nseg - 1) * segstride + seglen - 1
+        if base.dtype != np.float32 or not base.flags.c_contiguous or out.dtype != np.float32 or out.ndim != 3 \
+                or out.shape[1:] != (m, n) or out.strides[2] != 4 or any(s % 4 for s in out.strides[:2]) \
+                or min(offset, a_step, lda, segstride, nseg - 1, seglen - 1, t - 1, m - 1) < 0 \
+                or last >= base.size or nseg * seglen > k or not out.flags.writeable:
+            raise ValueError(f"packed GEMM: cannot read {t} x {m} rows of {nseg} x {seglen} from {base.shape}")
+        args = (_address(base) + 4 * offset, lda, _address(self.panels), self.panels.shape[2] * self.panels.shape[3],
+                _address(out), out.strides[1] // 4, m, nseg * seglen, n, _address(self.bias), lo, hi, t, a_step,
+                0, out.strides[0] // 4, _row_block(out.strides[1], n), nseg, seglen, segstride)
+        fn, keep = self.fn, (base, out, self)
+
+        def run() -> None:
+            if keep:
+                fn(*args)
+        return run
+
     def _args(self, a: np.ndarray, out: np.ndarray, lo: float, hi: float, rows: int | None, first: int, bias: bool,
               start: int) -> tuple | None:
         """The kernel's arguments for this product (None: nothing to compute), after the checks."""
@@ -393,7 +439,7 @@ class PackedWeights:
                     raise ValueError(f"packed GEMM: unsupported strides {a.strides} / {out.strides}")
                 return None
             return (_address(a), a.strides[0] // 4, b, panel, _address(out), out.strides[0] // 4, a.shape[0], rows,
-                    n, add, lo, hi, 1, 0, 0, 0, _row_block(out.strides[0], n))
+                    n, add, lo, hi, 1, 0, 0, 0, _row_block(out.strides[0], n), 1, rows, 0)
         if a.ndim != 3 or not 0 <= start <= start + a.shape[0] <= self.batch \
                 or any(s % 4 for s in (*a.strides[:2], *out.strides[:2])):
             raise ValueError(f"packed GEMM: batch {a.shape} / {out.shape} against {self.batch} weights")
@@ -401,4 +447,4 @@ class PackedWeights:
             return None
         return (_address(a), a.strides[1] // 4, b, panel, _address(out), out.strides[1] // 4, a.shape[1], rows,
                 n, add, lo, hi, a.shape[0], a.strides[0] // 4, self.panels[0].size, out.strides[0] // 4,
-                _row_block(out.strides[1], n))
+                _row_block(out.strides[1], n), 1, rows, 0)

@@ -37,11 +37,19 @@ IM2COL_CASES = [
     (13, 13, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), CAFFE, 13, False, True, (1, 13, 6, 5)),
     (3, 6, (1, 1), (2, 2), (1, 1), None, VALID, 3, False, False, (1, 3, 7, 7)),
     (4, 8, (7, 7), (2, 2), (1, 1), (3, 3, 3, 3), CAFFE, 1, True, False, (1, 4, 15, 13)),
+    (3, 40, (7, 7), (2, 2), (1, 1), (3, 3, 3, 3), CAFFE, 1, True, False, (2, 3, 9, 140)),  # rows of 70: implicit
 ]
 
 
+@pytest.mark.parametrize("implicit_min_ow", [None, 1])
 @pytest.mark.parametrize("case", IM2COL_CASES)
-def test_im2col(case: tuple) -> None:
+def test_im2col(monkeypatch: pytest.MonkeyPatch, case: tuple, implicit_min_ow: int | None) -> None:
+    """Every case with the default rule and with the packed GEMM's implicit im2col on every row width (where the
+    packed GEMM runs and the taps are one pixel apart; else the gathered columns)."""
+    from mnnpy.backends.cpu.compute import im2col
+
+    if implicit_min_ow is not None:
+        monkeypatch.setattr(im2col, "IMPLICIT_MIN_OW", implicit_min_ow)
     ic, oc, k, stride, dilation, pads, mode, group, relu, relu6, x_shape = case
     conv = make_conv(ic, oc, k, stride=stride, dilation=dilation, pads=pads, pad_mode=mode, group=group, relu=relu,
                      relu6=relu6)
@@ -185,6 +193,7 @@ def test_im2col_tiles(monkeypatch: pytest.MonkeyPatch, tile_bytes: int, group: i
     from mnnpy.backends.cpu.compute import im2col
 
     monkeypatch.setattr(im2col, "TILE_BYTES", tile_bytes)  # bands of rows (600) or several images (20000)
+    monkeypatch.setattr(im2col, "IMPLICIT_MIN_OW", 1)  # the implicit GEMM per tile and image, where it runs
     conv = make_conv(6, 9, (3, 3), stride=(2, 1), pads=(1, 0, 1, 2), group=group, relu=True)
     assert len(im2col.output_tiles(3, 5, 7 * 54 * 4 * group, tile_bytes)) > 1
     assert check(conv, CONV, (3, 6, 9, 7), "im2col") == "im2col"

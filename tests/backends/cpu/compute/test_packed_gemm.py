@@ -167,3 +167,15 @@ def test_winograd_weights_straight_into_panels(ic: int, oc: int, unit: int) -> N
     got = pg.PackedWeights(None, shape=((unit + 2) ** 2, icp, ocp))
     transform_weights_into_panels(w, unit, got.panels)
     np.testing.assert_allclose(got.panels, want.panels, rtol=1e-6, atol=1e-6)
+
+
+def test_implicit_rows_stay_inside_their_buffer() -> None:
+    """``bind_implicit`` checks the last address it would read once, and refuses what reaches past the buffer."""
+    packed = pg.PackedWeights(np.ones((6, 4), np.float32))
+    base = np.arange(40, dtype=np.float32)
+    out = np.empty((2, 3, 4), np.float32)
+    packed.bind_implicit(base, 0, (10, 2, 3), (2, 3, 5), out)()  # product t, row i: base[10t + 2i + {0,1,2,5,6,7}]
+    want = np.array([[sum(base[10 * t + 2 * i + j] for j in (0, 1, 2, 5, 6, 7)) for i in range(3)] for t in range(2)])
+    np.testing.assert_allclose(out[..., 0], want)
+    with pytest.raises(ValueError, match="packed GEMM"):
+        packed.bind_implicit(base, 23, (10, 2, 3), (2, 3, 5), out)  # the last row would read base[40]
