@@ -10,8 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from mnnpy.interpreter import Interpreter
+from support.fused import check_against_ort, fused_and_plain
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto as T  # noqa: E402
@@ -53,32 +52,11 @@ def _model(tmp_path: Path, c: int, hw: int, batch: int, down: bool, relu: bool) 
     return src
 
 
-def _run(src: Path, x: np.ndarray, algorithm: str, threads: int) -> tuple[np.ndarray, np.ndarray, object]:
-    """(fused run, plain run with callbacks, session), twice each (the second runs reuse what the first built)."""
-    interp = Interpreter(str(src.with_suffix(".mnn")))
-    session = interp.createSession({"numThread": threads, "convAlgorithm": algorithm})
-    interp.getSessionInput(session).copyFrom(x)
-    for _ in range(2):
-        interp.runSession(session)
-        fast = np.array(interp.getSessionOutput(session).getNumpyData(), copy=True)
-        interp.runSessionWithCallBack(session, lambda *_: True, lambda *_: True)
-        plain = np.array(interp.getSessionOutput(session).getNumpyData(), copy=True)
-    return fast, plain, session
-
-
 def _fused_add(session: object) -> bool:
     from mnnpy.backends.cpu.ops.binary import _done
 
     fused = session.scheduler.fused  # type: ignore[attr-defined]
     return any(fused.get(id(c)) is _done for c in session.commands)  # type: ignore[attr-defined]
-
-
-def _check(src: Path, x: np.ndarray, fast: np.ndarray, plain: np.ndarray) -> None:
-    ort = pytest.importorskip("onnxruntime", reason="onnxruntime (the reference) is not installed")
-    want = ort.InferenceSession(str(src), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-    scale = max(float(np.abs(want).max()), 1.0)
-    assert np.abs(fast - want).max() <= 2e-5 * scale
-    np.testing.assert_allclose(fast, plain, rtol=1e-5, atol=1e-5 * scale)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -93,8 +71,8 @@ def test_residual_add_fused_and_matches(tmp_path: Path, monkeypatch: pytest.Monk
         monkeypatch.setattr(blas, "LANE_MIN_FLOPS", 1.0)
     src = _model(tmp_path, 8, 14, batch, down, relu)
     x = np.random.default_rng(threads).standard_normal((batch, 8, 14, 14)).astype(np.float32)
-    fast, plain, session = _run(src, x, algorithm, threads)
-    _check(src, x, fast, plain)
+    fast, plain, session = fused_and_plain(src, x, algorithm, threads)
+    check_against_ort(src, x, fast, plain)
     # with lanes an im2col kernel (the 1x1 shortcut too) reads its input rows as it goes, so where the arena put the
     # Add's output over that input it must not fuse; the chained Winograd consumer reads its own buffer
     if threads == 1 or (algorithm != "im2col" and not down):
@@ -104,6 +82,6 @@ def test_residual_add_fused_and_matches(tmp_path: Path, monkeypatch: pytest.Monk
 def test_no_residual_fusion_for_a_channel_tail(tmp_path: Path) -> None:
     src = _model(tmp_path, 6, 10, 1, False, True)
     x = np.random.default_rng(3).standard_normal((1, 6, 10, 10)).astype(np.float32)
-    fast, plain, session = _run(src, x, "im2col", 1)
+    fast, plain, session = fused_and_plain(src, x, "im2col", 1)
     assert not _fused_add(session)
-    _check(src, x, fast, plain)
+    check_against_ort(src, x, fast, plain)

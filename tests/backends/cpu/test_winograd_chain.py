@@ -9,8 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from mnnpy.interpreter import Interpreter
+from support.fused import check_against_ort, fused_and_plain
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto as T  # noqa: E402
@@ -44,27 +43,6 @@ def _model(tmp_path: Path, c: int, mid: int, out: int, hw: tuple[int, int], batc
     return src
 
 
-def _run(src: Path, x: np.ndarray, algorithm: str, threads: int = 1) -> tuple[np.ndarray, np.ndarray, object]:
-    """(fused run, plain run with callbacks, session), twice each (the second runs reuse what the first built)."""
-    interp = Interpreter(str(src.with_suffix(".mnn")))
-    session = interp.createSession({"numThread": threads, "convAlgorithm": algorithm})
-    interp.getSessionInput(session).copyFrom(x)
-    for _ in range(2):
-        interp.runSession(session)
-        fast = np.array(interp.getSessionOutput(session).getNumpyData(), copy=True)
-        interp.runSessionWithCallBack(session, lambda *_: True, lambda *_: True)
-        plain = np.array(interp.getSessionOutput(session).getNumpyData(), copy=True)
-    return fast, plain, session
-
-
-def _check(src: Path, x: np.ndarray, fast: np.ndarray, plain: np.ndarray) -> None:
-    ort = pytest.importorskip("onnxruntime", reason="onnxruntime (the reference) is not installed")
-    want = ort.InferenceSession(str(src), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-    scale = max(float(np.abs(want).max()), 1.0)
-    assert np.abs(fast - want).max() <= 2e-5 * scale
-    np.testing.assert_allclose(fast, plain, rtol=1e-5, atol=1e-5 * scale)
-
-
 def _fused_convs(session: object) -> list[object]:
     return [c for c in session.commands if id(c) in session.scheduler.fused]  # type: ignore[attr-defined]
 
@@ -76,10 +54,10 @@ def test_winograd_pair_chains_and_matches(tmp_path: Path, unit: int, c: int, mid
                                           hw: tuple[int, int], batch: int, relu: bool) -> None:
     src = _model(tmp_path, c, mid, out, hw, batch, relu)
     x = np.random.default_rng(unit).standard_normal((batch, c, *hw)).astype(np.float32)
-    fast, plain, session = _run(src, x, f"winograd:{unit}")
+    fast, plain, session = fused_and_plain(src, x, f"winograd:{unit}")
     fused = _fused_convs(session)
     assert [cmd.op_type for cmd in fused] == [12, 12] and all(cmd.info["unit"] == unit for cmd in fused)
-    _check(src, x, fast, plain)
+    check_against_ort(src, x, fast, plain)
     consumer = session.scheduler.fused[id(fused[1])].func.__self__
     producer = session.scheduler.fused[id(fused[0])].func.__self__
     assert consumer.xp is not producer.xp, "the chained input is not the buffer plain kernels share"
@@ -95,15 +73,15 @@ def test_winograd_pair_row_copies_and_lanes(tmp_path: Path, monkeypatch: pytest.
     src = _model(tmp_path, 12, 16, 8, (30, 28), batch=2)
     x = np.random.default_rng(7).standard_normal((2, 12, 30, 28)).astype(np.float32)
     for threads in (1, 2):
-        fast, plain, session = _run(src, x, "winograd:4", threads)
+        fast, plain, session = fused_and_plain(src, x, "winograd:4", threads)
         assert len(_fused_convs(session)) == 2
-        _check(src, x, fast, plain)
+        check_against_ort(src, x, fast, plain)
 
 
 @pytest.mark.parametrize("case", ["side", "group"])
 def test_no_winograd_pair_with_a_second_reader_or_groups(tmp_path: Path, case: str) -> None:
     src = _model(tmp_path, 8, 8, 8, (12, 12), side=case == "side", group=2 if case == "group" else 1)
     x = np.random.default_rng(2).standard_normal((1, 8, 12, 12)).astype(np.float32)
-    fast, plain, session = _run(src, x, "winograd:2")
+    fast, plain, session = fused_and_plain(src, x, "winograd:2")
     assert not _fused_convs(session)
-    _check(src, x, fast, plain)
+    check_against_ort(src, x, fast, plain)
