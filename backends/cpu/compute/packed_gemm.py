@@ -104,7 +104,9 @@ def _compile() -> Any:
 
 
 def _loaded(lib: ctypes.CDLL, vw: int, mr: int, origin: str) -> Any:
-    _STATE.update(lib=lib, vw=vw, mr=mr, nr=2 * vw, origin=origin)
+    pool = lib.max_pool4
+    pool.restype, pool.argtypes = None, [ctypes.c_void_p, ctypes.c_void_p] + [ctypes.c_int64] * 13
+    _STATE.update(lib=lib, vw=vw, mr=mr, nr=2 * vw, origin=origin, pool=pool)
     fn = lib.packed_gemm
     fn.restype = None
     fn.argtypes = _ARGS
@@ -139,7 +141,9 @@ def _jit(ir: str | None, vw: int, mr: int, path: Path | None) -> Any:
             return _loaded(ctypes.CDLL(str(path)), vw, mr, f"compiled to {path.name}")
     engine = llvm.create_mcjit_compiler(module, machine)
     engine.finalize_object()
-    _STATE.update(engine=engine, vw=vw, mr=mr, nr=2 * vw, origin="compiled in memory")
+    pool = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, *[ctypes.c_int64] * 13)(
+        engine.get_function_address("max_pool4"))
+    _STATE.update(engine=engine, vw=vw, mr=mr, nr=2 * vw, origin="compiled in memory", pool=pool)
     return ctypes.CFUNCTYPE(None, *_ARGS)(engine.get_function_address("packed_gemm"))
 
 
@@ -317,7 +321,90 @@ def _ir(vw: int, mr: int) -> str:
               "exit:",
               "  ret void",
               "}"]
-    return "\n".join(lines)
+    return "\n".join(lines + _max_pool_ir())
+
+
+def _max_pool_ir() -> list[str]:
+    """``max_pool4(X, Y, planes, H, W, OH, OW, kh, kw, sh, sw, top, left, xplane, yplane)``: max pooling of NC4HW4
+    planes (pixels of 4 floats: one vector), every window in one pass over the input. A tap outside the input reads
+    pixel (0, 0) and is replaced by -inf (clamped index, select: no branch per tap); a NaN wins and stays, as in
+    numpy's maximum."""
+    v4 = "<4 x float>"
+    ninf = "<float 0xFFF0000000000000, float 0xFFF0000000000000, float 0xFFF0000000000000, float 0xFFF0000000000000>"
+    return ["define void @max_pool4(ptr noalias %X, ptr noalias %Y, i64 %planes, i64 %H, i64 %W, i64 %OH, i64 %OW,"
+            " i64 %kh, i64 %kw, i64 %sh, i64 %sw, i64 %top, i64 %left, i64 %xplane, i64 %yplane) {",
+            "entry:",
+            "  br label %pl",
+            "pl:",
+            "  %p = phi i64 [0, %entry], [%pn, %pe]",
+            "  %xo = mul i64 %p, %xplane",
+            "  %xb = getelementptr float, ptr %X, i64 %xo",
+            "  %yo = mul i64 %p, %yplane",
+            "  %yb = getelementptr float, ptr %Y, i64 %yo",
+            "  br label %oyl",
+            "oyl:",
+            "  %oy = phi i64 [0, %pl], [%oyn, %oye]",
+            "  %oys = mul i64 %oy, %sh",
+            "  %iy0 = sub i64 %oys, %top",
+            "  br label %oxl",
+            "oxl:",
+            "  %ox = phi i64 [0, %oyl], [%oxn, %kye]",
+            "  %oxs = mul i64 %ox, %sw",
+            "  %ix0 = sub i64 %oxs, %left",
+            "  br label %kyl",
+            "kyl:",
+            "  %ky = phi i64 [0, %oxl], [%kyn, %kxe]",
+            f"  %acc0 = phi {v4} [{ninf}, %oxl], [%acc2, %kxe]",
+            "  %iy = add i64 %iy0, %ky",
+            "  %iyin = icmp ult i64 %iy, %H",
+            "  %iyc = select i1 %iyin, i64 %iy, i64 0",
+            "  %rowo = mul i64 %iyc, %W",
+            "  br label %kxl",
+            "kxl:",
+            "  %kx = phi i64 [0, %kyl], [%kxn, %kxl]",
+            f"  %acc1 = phi {v4} [%acc0, %kyl], [%acc2, %kxl]",
+            "  %ix = add i64 %ix0, %kx",
+            "  %ixin = icmp ult i64 %ix, %W",
+            "  %ixc = select i1 %ixin, i64 %ix, i64 0",
+            "  %pix = add i64 %rowo, %ixc",
+            "  %po = mul i64 %pix, 4",
+            "  %pp = getelementptr float, ptr %xb, i64 %po",
+            f"  %val = load {v4}, ptr %pp, align 4",
+            "  %in = and i1 %iyin, %ixin",
+            f"  %vs = select i1 %in, {v4} %val, {v4} {ninf}",
+            f"  %gt = fcmp ugt {v4} %vs, %acc1",  # v > acc, or either NaN
+            f"  %accnan = fcmp uno {v4} %acc1, %acc1",
+            "  %keep = and <4 x i1> %accnan, <i1 true, i1 true, i1 true, i1 true>",
+            "  %notkeep = xor <4 x i1> %keep, <i1 true, i1 true, i1 true, i1 true>",
+            "  %take = and <4 x i1> %gt, %notkeep",
+            f"  %acc2 = select <4 x i1> %take, {v4} %vs, {v4} %acc1",
+            "  %kxn = add i64 %kx, 1",
+            "  %kxm = icmp ult i64 %kxn, %kw",
+            "  br i1 %kxm, label %kxl, label %kxe",
+            "kxe:",
+            "  %kyn = add i64 %ky, 1",
+            "  %kym = icmp ult i64 %kyn, %kh",
+            "  br i1 %kym, label %kyl, label %kye",
+            "kye:",
+            "  %opix = mul i64 %oy, %OW",
+            "  %opix2 = add i64 %opix, %ox",
+            "  %oo = mul i64 %opix2, 4",
+            "  %op = getelementptr float, ptr %yb, i64 %oo",
+            f"  store {v4} %acc2, ptr %op, align 4",
+            "  %oxn = add i64 %ox, 1",
+            "  %oxm = icmp ult i64 %oxn, %OW",
+            "  br i1 %oxm, label %oxl, label %oye",
+            "oye:",
+            "  %oyn = add i64 %oy, 1",
+            "  %oym = icmp ult i64 %oyn, %OH",
+            "  br i1 %oym, label %oyl, label %pe",
+            "pe:",
+            "  %pn = add i64 %p, 1",
+            "  %pm = icmp ult i64 %pn, %planes",
+            "  br i1 %pm, label %pl, label %done",
+            "done:",
+            "  ret void",
+            "}"]
 
 
 # C is computed in blocks of rows of about this many bytes, all panels of a block before the next block: the block's
@@ -336,6 +423,31 @@ def _row_block(row_bytes: int, n: int) -> int:
 
 def _address(a: np.ndarray) -> int:
     return a.__array_interface__["data"][0]
+
+
+def bind_max_pool(x: np.ndarray, y: np.ndarray, window: tuple[int, int, int, int], pads: tuple[int, int]
+                  ) -> Callable[[], None]:
+    """Max pooling of float32 NC4HW4 ``x`` [N, C4, H, W, 4] into ``y`` [N, C4', OH, OW, 4] (the same planes: C4'
+    = C4, or a slice of both's channel blocks), ``window`` = (kh, kw, sh, sw), ``pads`` = (top, left), as one
+    foreign call checked once here (the compiled ``max_pool4``; only where ``available()``)."""
+    kh, kw, sh, sw = window
+    top, left = pads
+    n, c4, h, w, _ = x.shape
+    oh, ow = y.shape[2:4]
+    ok = x.dtype == y.dtype == np.float32 and x.ndim == y.ndim == 5 and y.shape[:2] == (n, c4) \
+        and x.shape[4] == y.shape[4] == 4 and min(h, w, oh, ow, kh, kw, sh, sw) >= 1 and min(top, left) >= 0 \
+        and all(a.strides[2:] == (a.shape[3] * 16, 16, 4) for a in (x, y)) \
+        and all(a.strides[1] == a.shape[2] * a.shape[3] * 16 for a in (x, y)) and y.flags.writeable
+    if not ok or (n > 1 and any(a.strides[0] != c4 * a.strides[1] for a in (x, y))):
+        raise ValueError(f"max pool: cannot run {x.shape} -> {y.shape} (strides {x.strides} / {y.strides})")
+    args = (_address(x), _address(y), n * c4, h, w, oh, ow, kh, kw, sh, sw, top, left, x.strides[1] // 4,
+            y.strides[1] // 4)
+    fn, keep = _STATE["pool"], (x, y)
+
+    def run() -> None:
+        if keep:
+            fn(*args)
+    return run
 
 
 def panel_width() -> int:

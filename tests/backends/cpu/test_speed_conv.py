@@ -171,13 +171,14 @@ POOL_CASES = [("MaxPool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 
               ("AveragePool", dict(kernel_shape=[3, 2], strides=[2, 3], pads=[1, 0, 1, 1]))]
 
 
+@pytest.mark.parametrize("compiled", [True, False])
 @pytest.mark.parametrize(("op", "attrs"), POOL_CASES)
 @pytest.mark.parametrize(("threads", "band_bytes"), [(2, None), (2, 150000), (1, 150000)])
 def test_pooling_lanes_over_channel_blocks(e2e: Any, monkeypatch: pytest.MonkeyPatch, op: str, attrs: dict,
-                                           threads: int, band_bytes: int | None) -> None:
+                                           threads: int, band_bytes: int | None, compiled: bool) -> None:
     """Windowed pooling with numThread 2 splits the channel blocks of a > 1 MB input over two lanes (odd block
-    count: unequal bands), each lane in bands of ``POOL_BAND_BYTES`` (here 1 or 2 blocks, or all of its own),
-    against onnxruntime."""
+    count: unequal bands), each lane in bands of ``POOL_BAND_BYTES`` (here 1 or 2 blocks, or all of its own), or
+    (max pooling, ``compiled``) in one compiled call per lane, against onnxruntime."""
     from mnnpy.backends.cpu.compute.blas import run_lanes
     from mnnpy.backends.cpu.ops import pool
     from onnx import TensorProto as T
@@ -188,6 +189,7 @@ def test_pooling_lanes_over_channel_blocks(e2e: Any, monkeypatch: pytest.MonkeyP
                         lambda tasks, n, *shared: (calls.append(len(tasks)), run_lanes(tasks, n, *shared)))
     if band_bytes is not None:
         monkeypatch.setattr(pool, "POOL_BAND_BYTES", band_bytes)
+    monkeypatch.setattr(pool, "POOL_COMPILED", compiled)
     shape = (1, 36, 120, 128)  # 9 channel blocks, 2.2 MB
     node = h.make_node(op, ["x"], ["y"], **attrs)
     graph = h.make_graph([node], "p", [h.make_tensor_value_info("x", T.FLOAT, list(shape))],

@@ -179,3 +179,26 @@ def test_implicit_rows_stay_inside_their_buffer() -> None:
     np.testing.assert_allclose(out[..., 0], want)
     with pytest.raises(ValueError, match="packed GEMM"):
         packed.bind_implicit(base, 23, (10, 2, 3), (2, 3, 5), out)  # the last row would read base[40]
+
+
+@pytest.mark.parametrize(("shape", "window", "pads"), [((1, 16, 30, 28), (3, 3, 2, 2), (1, 1)),
+                                                      ((2, 3, 7, 9), (2, 3, 1, 2), (0, 1)),
+                                                      ((1, 2, 5, 5), (3, 3, 1, 1), (1, 1))])
+def test_max_pool_kernel(shape: tuple[int, ...], window: tuple[int, ...], pads: tuple[int, int]) -> None:
+    """``bind_max_pool`` against numpy's maximum over the taps of a -inf-bordered copy; a NaN wins its windows."""
+    (n, c4, h, w), (kh, kw, sh, sw), (top, left) = shape, window, pads
+    x = np.random.default_rng(h * w).standard_normal((n, c4, h, w, 4)).astype(np.float32)
+    x[0, 0, 2, 2, 1] = np.nan
+    oh, ow = (h + 2 * top - kh) // sh + 1, (w + 2 * left - kw) // sw + 1
+    padded = np.full((n, c4, h + 2 * top + kh, w + 2 * left + kw, 4), -np.inf, np.float32)
+    padded[:, :, top: top + h, left: left + w] = x
+    want = np.full((n, c4, oh, ow, 4), -np.inf, np.float32)
+    for ky in range(kh):
+        for kx in range(kw):
+            want = np.maximum(want, padded[:, :, ky: ky + (oh - 1) * sh + 1: sh, kx: kx + (ow - 1) * sw + 1: sw])
+    y = np.empty_like(want)
+    pg.bind_max_pool(x, y, window, pads)()
+    np.testing.assert_array_equal(y, want)
+    assert np.isnan(y).any()
+    with pytest.raises(ValueError, match="max pool"):
+        pg.bind_max_pool(x.astype(np.float64), y, window, pads)
