@@ -1,0 +1,231 @@
+"""The LLVM IR text of the compiled CPU kernels (``packed_gemm``): the GEMM micro-kernel and max pooling.
+
+Generated as text per vector width and tile height, parsed and compiled by llvmlite (``packed_gemm._jit``); the text
+is also the on-disk cache's key, so any change here builds a new shared object.
+"""
+
+from __future__ import annotations
+
+
+def kernels_ir(vw: int, mr: int) -> str:
+    """The whole module: ``packed_gemm`` for vectors of ``vw`` floats and ``mr``-row tiles, and ``max_pool4``."""
+    return "\n".join([gemm_ir(vw, mr), *max_pool_ir()])
+
+
+def gemm_ir(vw: int, mr: int) -> str:
+    """The kernel as LLVM IR text (see the module docstring), for vectors of ``vw`` floats and ``mr``-row tiles.
+
+    ``packed_gemm(A, lda, B, panel, C, ldc, M, K, N, bias, lo, hi, batch, a_step, b_step, c_step, mc, nseg, seglen,
+    segstride)``: element strides; B's panel p starts at ``B + p * panel`` (a caller may run over the first K rows
+    of a packed matrix with more, or from a row offset); product t of the batch reads ``A + t * a_step`` etc.; rows
+    in blocks of ``mc``; a row of A is ``nseg`` runs of ``seglen`` contiguous floats, ``segstride`` apart (K =
+    nseg x seglen; a plain GEMM: one run of K)."""
+    v, nr = f"<{vw} x float>", 2 * vw
+    splat = f"<{vw} x i32> zeroinitializer"
+    lines = [f"declare {v} @llvm.fma.v{vw}f32({v}, {v}, {v})",
+             f"declare void @llvm.masked.store.v{vw}f32.p0({v}, ptr, i32, <{vw} x i1>)",
+             "define void @packed_gemm(ptr noalias %A0, i64 %lda, ptr noalias %B0, i64 %panel, ptr noalias %C0,"
+             " i64 %ldc, i64 %M, i64 %K, i64 %N, ptr noalias %bias, float %lo, float %hi, i64 %batch,"
+             " i64 %astep, i64 %bstep, i64 %cstep, i64 %mc, i64 %nseg, i64 %seglen, i64 %segstride) {",
+             "entry:",
+             f"  %np0 = add i64 %N, {nr - 1}",
+             f"  %np = udiv i64 %np0, {nr}",
+             f"  %lo1 = insertelement {v} poison, float %lo, i32 0",
+             f"  %los = shufflevector {v} %lo1, {v} poison, {splat}",
+             f"  %hi1 = insertelement {v} poison, float %hi, i32 0",
+             f"  %his = shufflevector {v} %hi1, {v} poison, {splat}",
+             "  br label %t_loop",
+             "t_loop:",
+             "  %t = phi i64 [0, %entry], [%t_next, %t_done]",
+             "  %ao = mul i64 %t, %astep",
+             "  %A = getelementptr float, ptr %A0, i64 %ao",
+             "  %bo = mul i64 %t, %bstep",
+             "  %B = getelementptr float, ptr %B0, i64 %bo",
+             "  %co = mul i64 %t, %cstep",
+             "  %C = getelementptr float, ptr %C0, i64 %co",
+             "  br label %m_loop",
+             "m_loop:",  # blocks of mc rows: a block's C rows stay in cache while every panel stores into them
+             "  %i0 = phi i64 [0, %t_loop], [%i0_next, %p_done]",
+             "  %i0_end = add i64 %i0, %mc",
+             "  %i0_short = icmp ult i64 %i0_end, %M",
+             "  %Mb = select i1 %i0_short, i64 %i0_end, i64 %M",
+             "  br label %p_loop",
+             "p_loop:",
+             "  %p = phi i64 [0, %m_loop], [%p_next, %p_end]",
+             "  %poff = mul i64 %p, %panel",
+             "  %bp = getelementptr float, ptr %B, i64 %poff",
+             f"  %col0 = mul i64 %p, {nr}",
+             "  %rem = sub i64 %N, %col0"]
+    iota = ", ".join(f"i64 {j}" for j in range(vw))
+    for h in range(2):  # per half of the panel: the store mask (columns < N) and the bias vector
+        lines += [f"  %rh{h} = sub i64 %rem, {h * vw}",
+                  f"  %rs{h}a = insertelement <{vw} x i64> poison, i64 %rh{h}, i32 0",
+                  f"  %rs{h} = shufflevector <{vw} x i64> %rs{h}a, <{vw} x i64> poison, {splat}",
+                  f"  %mask{h} = icmp slt <{vw} x i64> <{iota}>, %rs{h}",
+                  f"  %cc{h} = add i64 %col0, {h * vw}",
+                  f"  %biasp{h} = getelementptr float, ptr %bias, i64 %cc{h}",
+                  f"  %bias{h} = load {v}, ptr %biasp{h}, align 4"]
+    lines += ["  br label %i_loop",
+              "i_loop:",
+              "  %i = phi i64 [%i0, %p_loop], [%inext_m, %store_m], [%inext_1, %store_1]",
+              f"  %iend = add i64 %i, {mr}",
+              "  %fits = icmp ule i64 %iend, %Mb",
+              "  br i1 %fits, label %tile_m, label %row_check",
+              "row_check:",
+              "  %more = icmp ult i64 %i, %Mb",
+              "  br i1 %more, label %tile_1, label %p_end"]
+    for tag, rows in (("m", mr), ("1", 1)):
+        lines += [f"tile_{tag}:"]
+        for r in range(rows):
+            lines += [f"  %row_{tag}{r} = add i64 %i, {r}",
+                      f"  %aoff_{tag}{r} = mul i64 %row_{tag}{r}, %lda",
+                      f"  %ap_{tag}{r} = getelementptr float, ptr %A, i64 %aoff_{tag}{r}"]
+        # k in segments (an implicit im2col: A's row is nseg runs of seglen contiguous floats, segstride apart; a
+        # plain GEMM is one segment of K): the accumulators live across both loops
+        lines += [f"  br label %sl_{tag}", f"sl_{tag}:",
+                  f"  %s_{tag} = phi i64 [0, %tile_{tag}], [%sn_{tag}, %se_{tag}]"]
+        for r in range(rows):
+            for h in range(2):
+                lines.append(f"  %sacc_{tag}{r}_{h} = phi {v} [%bias{h}, %tile_{tag}], [%fma_{tag}{r}_{h}, %se_{tag}]")
+        lines += [f"  %sbase_{tag} = mul i64 %s_{tag}, %segstride",
+                  f"  %kb0_{tag} = mul i64 %s_{tag}, %seglen",
+                  f"  br label %kl_{tag}", f"kl_{tag}:",
+                  f"  %k_{tag} = phi i64 [0, %sl_{tag}], [%kn_{tag}, %kl_{tag}]"]
+        for r in range(rows):
+            for h in range(2):
+                lines.append(f"  %acc_{tag}{r}_{h} = phi {v} [%sacc_{tag}{r}_{h}, %sl_{tag}],"
+                             f" [%fma_{tag}{r}_{h}, %kl_{tag}]")
+        lines += [f"  %kg_{tag} = add i64 %kb0_{tag}, %k_{tag}",
+                  f"  %bk_{tag} = mul i64 %kg_{tag}, {nr}",
+                  f"  %ak_{tag} = add i64 %sbase_{tag}, %k_{tag}"]
+        for h in range(2):
+            lines += [f"  %bkh_{tag}{h} = add i64 %bk_{tag}, {h * vw}",
+                      f"  %bptr_{tag}{h} = getelementptr float, ptr %bp, i64 %bkh_{tag}{h}",
+                      f"  %b_{tag}{h} = load {v}, ptr %bptr_{tag}{h}, align 4"]
+        for r in range(rows):
+            lines += [f"  %apk_{tag}{r} = getelementptr float, ptr %ap_{tag}{r}, i64 %ak_{tag}",
+                      f"  %a_{tag}{r} = load float, ptr %apk_{tag}{r}, align 4",
+                      f"  %as1_{tag}{r} = insertelement {v} poison, float %a_{tag}{r}, i32 0",
+                      f"  %as_{tag}{r} = shufflevector {v} %as1_{tag}{r}, {v} poison, {splat}"]
+            lines += [f"  %fma_{tag}{r}_{h} = call {v} @llvm.fma.v{vw}f32({v} %as_{tag}{r}, {v} %b_{tag}{h},"
+                      f" {v} %acc_{tag}{r}_{h})" for h in range(2)]
+        lines += [f"  %kn_{tag} = add i64 %k_{tag}, 1",
+                  f"  %kmore_{tag} = icmp ult i64 %kn_{tag}, %seglen",
+                  f"  br i1 %kmore_{tag}, label %kl_{tag}, label %se_{tag}",
+                  f"se_{tag}:",
+                  f"  %sn_{tag} = add i64 %s_{tag}, 1",
+                  f"  %smore_{tag} = icmp ult i64 %sn_{tag}, %nseg",
+                  f"  br i1 %smore_{tag}, label %sl_{tag}, label %store_{tag}",
+                  f"store_{tag}:"]
+        for r in range(rows):
+            lines.append(f"  %coff_{tag}{r} = mul i64 %row_{tag}{r}, %ldc")
+            for h in range(2):
+                x = f"{tag}{r}_{h}"
+                lines += [f"  %below_{x} = fcmp olt {v} %fma_{x}, %los",  # compare-and-select: NaN stays NaN
+                          f"  %c1_{x} = select <{vw} x i1> %below_{x}, {v} %los, {v} %fma_{x}",
+                          f"  %above_{x} = fcmp ogt {v} %c1_{x}, %his",
+                          f"  %c2_{x} = select <{vw} x i1> %above_{x}, {v} %his, {v} %c1_{x}",
+                          f"  %co_{x} = add i64 %coff_{tag}{r}, %cc{h}",
+                          f"  %cp_{x} = getelementptr float, ptr %C, i64 %co_{x}",
+                          f"  call void @llvm.masked.store.v{vw}f32.p0({v} %c2_{x}, ptr %cp_{x}, i32 4,"
+                          f" <{vw} x i1> %mask{h})"]
+        lines += [f"  %inext_{tag} = add i64 %i, {rows}", "  br label %i_loop"]
+    lines += ["p_end:",
+              "  %p_next = add i64 %p, 1",
+              "  %pmore = icmp ult i64 %p_next, %np",
+              "  br i1 %pmore, label %p_loop, label %p_done",
+              "p_done:",
+              "  %i0_next = add i64 %i0, %mc",
+              "  %mmore = icmp ult i64 %i0_next, %M",
+              "  br i1 %mmore, label %m_loop, label %t_done",
+              "t_done:",
+              "  %t_next = add i64 %t, 1",
+              "  %tmore = icmp ult i64 %t_next, %batch",
+              "  br i1 %tmore, label %t_loop, label %exit",
+              "exit:",
+              "  ret void",
+              "}"]
+    return "\n".join(lines)
+
+
+def max_pool_ir() -> list[str]:
+    """``max_pool4(X, Y, planes, H, W, OH, OW, kh, kw, sh, sw, top, left, xplane, yplane)``: max pooling of NC4HW4
+    planes (pixels of 4 floats: one vector), every window in one pass over the input. A tap outside the input reads
+    pixel (0, 0) and is replaced by -inf (clamped index, select: no branch per tap); a NaN wins and stays, as in
+    numpy's maximum."""
+    v4 = "<4 x float>"
+    ninf = "<float 0xFFF0000000000000, float 0xFFF0000000000000, float 0xFFF0000000000000, float 0xFFF0000000000000>"
+    return ["define void @max_pool4(ptr noalias %X, ptr noalias %Y, i64 %planes, i64 %H, i64 %W, i64 %OH, i64 %OW,"
+            " i64 %kh, i64 %kw, i64 %sh, i64 %sw, i64 %top, i64 %left, i64 %xplane, i64 %yplane) {",
+            "entry:",
+            "  br label %pl",
+            "pl:",
+            "  %p = phi i64 [0, %entry], [%pn, %pe]",
+            "  %xo = mul i64 %p, %xplane",
+            "  %xb = getelementptr float, ptr %X, i64 %xo",
+            "  %yo = mul i64 %p, %yplane",
+            "  %yb = getelementptr float, ptr %Y, i64 %yo",
+            "  br label %oyl",
+            "oyl:",
+            "  %oy = phi i64 [0, %pl], [%oyn, %oye]",
+            "  %oys = mul i64 %oy, %sh",
+            "  %iy0 = sub i64 %oys, %top",
+            "  br label %oxl",
+            "oxl:",
+            "  %ox = phi i64 [0, %oyl], [%oxn, %kye]",
+            "  %oxs = mul i64 %ox, %sw",
+            "  %ix0 = sub i64 %oxs, %left",
+            "  br label %kyl",
+            "kyl:",
+            "  %ky = phi i64 [0, %oxl], [%kyn, %kxe]",
+            f"  %acc0 = phi {v4} [{ninf}, %oxl], [%acc2, %kxe]",
+            "  %iy = add i64 %iy0, %ky",
+            "  %iyin = icmp ult i64 %iy, %H",
+            "  %iyc = select i1 %iyin, i64 %iy, i64 0",
+            "  %rowo = mul i64 %iyc, %W",
+            "  br label %kxl",
+            "kxl:",
+            "  %kx = phi i64 [0, %kyl], [%kxn, %kxl]",
+            f"  %acc1 = phi {v4} [%acc0, %kyl], [%acc2, %kxl]",
+            "  %ix = add i64 %ix0, %kx",
+            "  %ixin = icmp ult i64 %ix, %W",
+            "  %ixc = select i1 %ixin, i64 %ix, i64 0",
+            "  %pix = add i64 %rowo, %ixc",
+            "  %po = mul i64 %pix, 4",
+            "  %pp = getelementptr float, ptr %xb, i64 %po",
+            f"  %val = load {v4}, ptr %pp, align 4",
+            "  %in = and i1 %iyin, %ixin",
+            f"  %vs = select i1 %in, {v4} %val, {v4} {ninf}",
+            f"  %gt = fcmp ugt {v4} %vs, %acc1",  # v > acc, or either NaN
+            f"  %accnan = fcmp uno {v4} %acc1, %acc1",
+            "  %keep = and <4 x i1> %accnan, <i1 true, i1 true, i1 true, i1 true>",
+            "  %notkeep = xor <4 x i1> %keep, <i1 true, i1 true, i1 true, i1 true>",
+            "  %take = and <4 x i1> %gt, %notkeep",
+            f"  %acc2 = select <4 x i1> %take, {v4} %vs, {v4} %acc1",
+            "  %kxn = add i64 %kx, 1",
+            "  %kxm = icmp ult i64 %kxn, %kw",
+            "  br i1 %kxm, label %kxl, label %kxe",
+            "kxe:",
+            "  %kyn = add i64 %ky, 1",
+            "  %kym = icmp ult i64 %kyn, %kh",
+            "  br i1 %kym, label %kyl, label %kye",
+            "kye:",
+            "  %opix = mul i64 %oy, %OW",
+            "  %opix2 = add i64 %opix, %ox",
+            "  %oo = mul i64 %opix2, 4",
+            "  %op = getelementptr float, ptr %yb, i64 %oo",
+            f"  store {v4} %acc2, ptr %op, align 4",
+            "  %oxn = add i64 %ox, 1",
+            "  %oxm = icmp ult i64 %oxn, %OW",
+            "  br i1 %oxm, label %oxl, label %oye",
+            "oye:",
+            "  %oyn = add i64 %oy, 1",
+            "  %oym = icmp ult i64 %oyn, %OH",
+            "  br i1 %oym, label %oyl, label %pe",
+            "pe:",
+            "  %pn = add i64 %p, 1",
+            "  %pm = icmp ult i64 %pn, %planes",
+            "  br i1 %pm, label %pl, label %done",
+            "done:",
+            "  ret void",
+            "}"]
