@@ -67,18 +67,30 @@ def gemm_ir(vw: int, mr: int) -> str:
                   f"  %bias{h} = load {v}, ptr %biasp{h}, align 4"]
     lines += ["  br label %i_loop",
               "i_loop:",
-              "  %i = phi i64 [%i0, %p_loop], [%inext_m, %store_m], [%inext_1, %store_1]",
+              "  %i = phi i64 [%i0, %p_loop], [%inext_m, %store_m], [%inext_r, %store_r], [%inext_1, %store_1]",
               f"  %iend = add i64 %i, {mr}",
               "  %fits = icmp ule i64 %iend, %Mb",
               "  br i1 %fits, label %tile_m, label %row_check",
               "row_check:",
               "  %more = icmp ult i64 %i, %Mb",
-              "  br i1 %more, label %tile_1, label %p_end"]
-    for tag, rows in (("m", mr), ("1", 1)):
-        lines += [f"tile_{tag}:"]
+              "  br i1 %more, label %rest, label %p_end",
+              "rest:",
+              "  %left_rows = sub i64 %Mb, %i",
+              f"  %many = icmp uge i64 %left_rows, {mr // 2}",
+              "  br i1 %many, label %tile_r, label %tile_1"]
+    # the rows past the last whole tile: at least mr / 2 of them, one more mr-row tile whose missing rows repeat the
+    # last row and store nothing (row-validity in the store mask); fewer, one-row tiles (each ~1/4 of a whole
+    # tile's time: an FMA latency chain of two accumulators)
+    for tag, rows, partial in (("m", mr, False), ("r", mr, True), ("1", 1, False)):
+        lines += [f"tile_{tag}:"] + ([f"  %last_{tag} = sub i64 %Mb, 1"] if partial else [])
         for r in range(rows):
-            lines += [f"  %row_{tag}{r} = add i64 %i, {r}",
-                      f"  %aoff_{tag}{r} = mul i64 %row_{tag}{r}, %lda",
+            if partial:
+                lines += [f"  %raw_{tag}{r} = add i64 %i, {r}",
+                          f"  %rv_{tag}{r} = icmp ult i64 %raw_{tag}{r}, %Mb",
+                          f"  %row_{tag}{r} = select i1 %rv_{tag}{r}, i64 %raw_{tag}{r}, i64 %last_{tag}"]
+            else:
+                lines.append(f"  %row_{tag}{r} = add i64 %i, {r}")
+            lines += [f"  %aoff_{tag}{r} = mul i64 %row_{tag}{r}, %lda",
                       f"  %ap_{tag}{r} = getelementptr float, ptr %A, i64 %aoff_{tag}{r}"]
         # k in segments (an implicit im2col: A's row is nseg runs of seglen contiguous floats, segstride apart; a
         # plain GEMM is one segment of K): the accumulators live across both loops
@@ -119,8 +131,13 @@ def gemm_ir(vw: int, mr: int) -> str:
                   f"store_{tag}:"]
         for r in range(rows):
             lines.append(f"  %coff_{tag}{r} = mul i64 %row_{tag}{r}, %ldc")
+            if partial:
+                lines += [f"  %rva_{tag}{r} = insertelement <{vw} x i1> poison, i1 %rv_{tag}{r}, i32 0",
+                          f"  %rvs_{tag}{r} = shufflevector <{vw} x i1> %rva_{tag}{r}, <{vw} x i1> poison, {splat}"]
             for h in range(2):
                 x = f"{tag}{r}_{h}"
+                if partial:
+                    lines.append(f"  %mk_{x} = and <{vw} x i1> %mask{h}, %rvs_{tag}{r}")
                 lines += [f"  %below_{x} = fcmp olt {v} %fma_{x}, %los",  # compare-and-select: NaN stays NaN
                           f"  %c1_{x} = select <{vw} x i1> %below_{x}, {v} %los, {v} %fma_{x}",
                           f"  %above_{x} = fcmp ogt {v} %c1_{x}, %his",
@@ -128,7 +145,7 @@ def gemm_ir(vw: int, mr: int) -> str:
                           f"  %co_{x} = add i64 %coff_{tag}{r}, %cc{h}",
                           f"  %cp_{x} = getelementptr float, ptr %C, i64 %co_{x}",
                           f"  call void @llvm.masked.store.v{vw}f32.p0({v} %c2_{x}, ptr %cp_{x}, i32 4,"
-                          f" <{vw} x i1> %mask{h})"]
+                          f" <{vw} x i1> {f'%mk_{x}' if partial else f'%mask{h}'})"]
         lines += [f"  %inext_{tag} = add i64 %i, {rows}", "  br label %i_loop"]
     lines += ["p_end:",
               "  %p_next = add i64 %p, 1",

@@ -13,7 +13,8 @@ Winograd convolution's alpha² positions in one call). B is packed once into pan
 vectors of columns (32 floats with AVX-512, 16 with AVX2), zero-padded past N. A register tile is MR rows of A
 (8 on AVX-512's 32 vector registers, 6 on AVX2's 16) by one panel: MR x 2 accumulators start at the bias, each k
 adds one broadcast A value times two B vectors, and the tile is clamped and stored once (masked in the last panel;
-the rows past the last whole tile run one-row tiles). Within a block of rows (~1 MB of C), the panels are the outer
+the rows past the last whole tile run as one more tile that stores only its real rows, or, fewer than MR / 2 of
+them, as one-row tiles). Within a block of rows (~1 MB of C), the panels are the outer
 loop, so a panel (K x NR floats) stays in L1/L2 while the block's row tiles stream past it. ``lo``/``hi`` clamp by
 compare-and-select, so NaN passes through as in numpy.
 
