@@ -97,12 +97,11 @@ WINOGRAD_BLOCK_BYTES = winograd_block_bytes(l2_cache_bytes())  # the kernel's bl
 # Same-process A/B, 2 threads (p10 ms at 5e7 / 2.5e7 / 1.2e7): BERT-4L 11.0 / 9.6 / 9.3, ViT-tiny 34.5 / 31.5 /
 # 30.6, ResNet-18 23.5 / 22.9 / 23.2 (1 thread: 11.2, 34.6, 33.4); medians favoured 2.5e7 over 1.2e7 on ResNet-18.
 LANE_MIN_FLOPS = 2.5e7
-# im2col convolutions split from 5e6 flops: their flops count IM2COL_LANE_WEIGHT times toward LANE_MIN_FLOPS (each
-# lane copies its own input rows and gathers its own tiles, so lanes share nothing but the hand-off). ResNet-18's
-# three 1x1 stride-2 downsampling convolutions (12.8 MFLOP) then take two lanes: paired 0.980 / 0.981 of the model
-# time at 2 threads (Zen 4 host, process lanes). A 5e6 threshold for every kernel helped ResNet-18 (0.985),
-# MobileNetV2 (0.986) and BERT-4L (0.978) but cost ViT-tiny 1.028.
-IM2COL_LANE_WEIGHT = LANE_MIN_FLOPS / 5e6
+# Weight of an im2col convolution's flops toward LANE_MIN_FLOPS. The thirteenth session split them from 5e6 flops
+# (weight 5: ResNet-18's three 1x1 stride-2 convolutions, 12.8 MFLOP, on two lanes: paired 0.980 at 2 threads with
+# OpenBLAS); with the packed GEMM those take ~0.22 ms and two lanes made them slower (0.245 ms): weight 1 again,
+# paired 0.975 / 0.988 at 2 threads (Zen 4 host, process lanes).
+IM2COL_LANE_WEIGHT = 1.0
 STRASSEN_MAX_DEPTH = 5
 # numpy's Strassen adds are separate passes over memory while its GEMM is a fast BLAS: a level pays only when the
 # GEMM flops it saves take longer than streaming its 15 block additions (3 floats of traffic per element).
