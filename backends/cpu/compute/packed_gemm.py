@@ -42,6 +42,8 @@ from typing import Any
 
 import numpy as np
 
+from mnnpy.core.memory import populated_zeros
+
 from .llvm_ir import kernels_ir
 
 _STATE: dict[str, Any] = {}
@@ -254,7 +256,7 @@ class PackedWeights:
         batched = w.ndim == 3 if w is not None else shape[0] is not None  # type: ignore[index]
         t, k, n = (w if batched else w[None]).shape if w is not None else (shape[0] or 1, *shape[1:])  # type: ignore
         p, whole = -(-n // nr), n // nr
-        packed = np.zeros((t, p, k, nr), dtype=np.float32)
+        packed = populated_zeros((t, p, k, nr), np.float32)  # pages faulted in at once (memory.py)
         if w is not None:
             wb = w if batched else w[None]
             by_column = packed.transpose(0, 2, 1, 3)  # [T, K, P, NR]: column j * NR + i of w at [.., j, i]
