@@ -19,13 +19,14 @@ passes: MobileNetV2's depthwise layers 3 -> 7 GFLOP/s in the model (10-17 alone,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 import numpy as np
 
 from mnnpy.core.strategy import ConvPlan
 
-from . import jit
+from . import jit, packed_gemm
 from .blas import lane_count, run_lanes
 from .common import (
     COUNTERS,
@@ -166,6 +167,7 @@ class DepthwiseKernel(Conv2DKernel):
     def _jit_setup(self, kh: int, kw: int, sh: int, dh: int, dw: int) -> None:
         """Arguments of the compiled kernel: buffers seen as its contiguous layouts (views, no copies)."""
         lo, hi = self.clamp_bounds()
+        self.dw_llvm: Callable[[], None] | None = None
         if self.nc4:
             s, n, c4, hp, wq, _ = self.xp.shape
             ow = self.out_shape[3]
@@ -184,6 +186,12 @@ class DepthwiseKernel(Conv2DKernel):
                 args = (phases, np.tile(weights, (1, chunk)), np.tile(self.bias_row.reshape(-1), chunk))
                 self.jit_geometry = (sh, dh, dw)
                 self.jit_nhwc = self.jit.depthwise3x3_nhwc  # type: ignore[union-attr]
+                if self.acc is not None and len(self.bands) == 1 and packed_gemm.available():
+                    # the LLVM-IR kernel: nine weight vectors in registers per block of channels (numba's loop
+                    # reloads them with every output vector); None where it does not apply
+                    self.dw_weights = np.ascontiguousarray(weights, dtype=np.float32)
+                    self.dw_llvm = packed_gemm.bind_depthwise3x3(phases, self.dw_weights, self.bias_row, self.acc,
+                                                                 (sh, dh, dw), self.bands[0][:2], (lo, hi))
         # the padded input stays writable (an NHWC chain may clamp it in place: ``clamp_input``)
         self.jit_args = (args[0] if not self.nc4 else jit.readonly(args[0]), *(jit.readonly(a) for a in args[1:]))
         self.jit_act = (np.float32(lo), np.float32(hi))
@@ -192,8 +200,8 @@ class DepthwiseKernel(Conv2DKernel):
     def clamp_input(self, lo: float, hi: float) -> bool:
         """A chain's producer leaves its activation (a clamp keeping 0) to this kernel, which applies it to each
         input row just before the row's first use (compiled NHWC kernels only). Returns whether it will."""
-        if self.jit is None or self.nc4 or self.acc is None or not lo <= 0.0 <= hi:
-            return False
+        if self.jit is None or self.nc4 or self.acc is None or not lo <= 0.0 <= hi or self.dw_llvm is not None:
+            return False  # (the LLVM-IR kernel does not: the producer's packed GEMM clamps as it stores anyway)
         self.jit_input = (True, np.float32(lo), np.float32(hi))
         return True
 
@@ -231,6 +239,9 @@ class DepthwiseKernel(Conv2DKernel):
 
     def _rows(self, out: np.ndarray | None, r0: int, r1: int, taps: list[np.ndarray], tmp: np.ndarray) -> None:
         """Output rows r0..r1: taps, bias and activation (in NC4HW4 ``out``, or the NHWC accumulator)."""
+        if self.jit is not None and self.dw_llvm is not None and out is None:  # the chain's one band
+            self.dw_llvm()
+            return
         if self.jit is not None and (self.acc is not None or out.flags.c_contiguous):  # type: ignore[union-attr]
             if self.acc is None:
                 n, c4, oh, ow, _ = out.shape  # type: ignore[union-attr]

@@ -8,8 +8,98 @@ from __future__ import annotations
 
 
 def kernels_ir(vw: int, mr: int) -> str:
-    """The whole module: ``packed_gemm`` for vectors of ``vw`` floats and ``mr``-row tiles, and ``max_pool4``."""
-    return "\n".join([gemm_ir(vw, mr), *max_pool_ir()])
+    """The whole module: ``packed_gemm`` for vectors of ``vw`` floats and ``mr``-row tiles, ``max_pool4`` and
+    ``depthwise3x3`` (vectors of ``vw`` channels)."""
+    return "\n".join([gemm_ir(vw, mr), *max_pool_ir(), *depthwise3x3_ir(vw)])
+
+
+def depthwise3x3_ir(vw: int) -> list[str]:
+    """``depthwise3x3(X, pstride, rstride, W, B, O, orow, OW, Cp, sh, dh, r0, r1, p1, c1, p2, c2, lo, hi, images,
+    ximg, oimg)``: a 3 x 3 depthwise convolution over NHWC column phases (a MobileNet chain's padded input: tap
+    column kx of output pixel ox is pixel ox of phase [0, p1, p2][kx] from float [0, c1, c2][kx] of the row), output
+    rows r0..r1 into NHWC ``O``; per block of ``vw`` channels the nine weight vectors and the bias stay in registers
+    while the row's pixels stream past: nine loads and nine FMAs per output vector, clamped to [lo, hi] (NaN passes)
+    and stored once. Cp a multiple of ``vw``."""
+    v = f"<{vw} x float>"
+    splat = f"<{vw} x i32> zeroinitializer"
+    lines = ["define void @depthwise3x3(ptr noalias %X, i64 %pstride, i64 %rstride, ptr noalias %W, ptr noalias %B,"
+             " ptr noalias %O, i64 %orow, i64 %OW, i64 %Cp, i64 %sh, i64 %dh, i64 %r0, i64 %r1, i64 %p1, i64 %c1,"
+             " i64 %p2, i64 %c2, float %lo, float %hi, i64 %images, i64 %ximg, i64 %oimg) {",
+             "entry:",
+             f"  %lo1 = insertelement {v} poison, float %lo, i32 0",
+             f"  %los = shufflevector {v} %lo1, {v} poison, {splat}",
+             f"  %hi1 = insertelement {v} poison, float %hi, i32 0",
+             f"  %his = shufflevector {v} %hi1, {v} poison, {splat}",
+             "  %ph1 = mul i64 %p1, %pstride",
+             "  %ph2 = mul i64 %p2, %pstride",
+             "  %off1 = add i64 %ph1, %c1",
+             "  %off2 = add i64 %ph2, %c2",
+             "  br label %bl",
+             "bl:",
+             "  %b = phi i64 [0, %entry], [%bn, %be]",
+             "  %xo = mul i64 %b, %ximg",
+             "  %oo = mul i64 %b, %oimg",
+             "  br label %il",
+             "il:",
+             "  %i = phi i64 [%r0, %bl], [%in, %ie]",
+             "  %yb = mul i64 %i, %sh",
+             "  %orowo = mul i64 %i, %orow",
+             "  %orowb = add i64 %orowo, %oo",
+             "  br label %cl",
+             "cl:",
+             "  %c = phi i64 [0, %il], [%cn, %ce]"]
+    for t in range(9):
+        ky, kx = divmod(t, 3)
+        lines += [f"  %wo{t}a = mul i64 %Cp, {t}",
+                  f"  %wo{t} = add i64 %wo{t}a, %c",
+                  f"  %wp{t} = getelementptr float, ptr %W, i64 %wo{t}",
+                  f"  %w{t} = load {v}, ptr %wp{t}, align 4",
+                  f"  %ky{t} = mul i64 %dh, {ky}",
+                  f"  %y{t} = add i64 %yb, %ky{t}",
+                  f"  %yo{t} = mul i64 %y{t}, %rstride",
+                  f"  %xb{t}a = add i64 %yo{t}, %xo",
+                  f"  %xb{t}b = add i64 %xb{t}a, %c",
+                  f"  %xb{t} = add i64 %xb{t}b, {['0', '%off1', '%off2'][kx]}"]
+    lines += ["  %bp = getelementptr float, ptr %B, i64 %c",
+              f"  %bias = load {v}, ptr %bp, align 4",
+              "  %ob = add i64 %orowb, %c",
+              "  br label %xl",
+              "xl:",
+              "  %ox = phi i64 [0, %cl], [%oxn, %xl]",
+              "  %px = mul i64 %ox, %Cp"]
+    acc = "%bias"
+    for t in range(9):
+        lines += [f"  %a{t} = add i64 %xb{t}, %px",
+                  f"  %ap{t} = getelementptr float, ptr %X, i64 %a{t}",
+                  f"  %x{t} = load {v}, ptr %ap{t}, align 4",
+                  f"  %s{t} = call {v} @llvm.fma.v{vw}f32({v} %x{t}, {v} %w{t}, {v} {acc})"]
+        acc = f"%s{t}"
+    lines += [f"  %below = fcmp olt {v} %s8, %los",
+              f"  %q1 = select <{vw} x i1> %below, {v} %los, {v} %s8",
+              f"  %above = fcmp ogt {v} %q1, %his",
+              f"  %q2 = select <{vw} x i1> %above, {v} %his, {v} %q1",
+              "  %oa = add i64 %ob, %px",
+              "  %op = getelementptr float, ptr %O, i64 %oa",
+              f"  store {v} %q2, ptr %op, align 4",
+              "  %oxn = add i64 %ox, 1",
+              "  %oxm = icmp ult i64 %oxn, %OW",
+              "  br i1 %oxm, label %xl, label %ce",
+              "ce:",
+              f"  %cn = add i64 %c, {vw}",
+              "  %cm = icmp ult i64 %cn, %Cp",
+              "  br i1 %cm, label %cl, label %ie",
+              "ie:",
+              "  %in = add i64 %i, 1",
+              "  %im = icmp ult i64 %in, %r1",
+              "  br i1 %im, label %il, label %be",
+              "be:",
+              "  %bn = add i64 %b, 1",
+              "  %bm = icmp ult i64 %bn, %images",
+              "  br i1 %bm, label %bl, label %done",
+              "done:",
+              "  ret void",
+              "}"]
+    return lines
 
 
 def gemm_ir(vw: int, mr: int) -> str:

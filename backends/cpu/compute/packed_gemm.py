@@ -48,6 +48,9 @@ from .llvm_ir import kernels_ir
 
 _STATE: dict[str, Any] = {}
 _LOCK = threading.Lock()
+# depthwise3x3(X, pstride, rstride, W, B, O, orow, OW, Cp, sh, dh, r0, r1, p1, c1, p2, c2, lo, hi, images, ximg, oimg)
+_DW_ARGS = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+            *[ctypes.c_int64] * 11, ctypes.c_float, ctypes.c_float, *[ctypes.c_int64] * 3]
 # packed_gemm(A, lda, B, panel, C, ldc, M, K, N, bias, lo, hi, batch, a_step, b_step, c_step, mc, nseg, seglen,
 # segstride): see ``llvm_ir.gemm_ir``
 _ARGS = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
@@ -111,7 +114,9 @@ def _compile() -> Any:
 def _loaded(lib: ctypes.CDLL, vw: int, mr: int, origin: str) -> Any:
     pool = lib.max_pool4
     pool.restype, pool.argtypes = None, [ctypes.c_void_p, ctypes.c_void_p] + [ctypes.c_int64] * 13
-    _STATE.update(lib=lib, vw=vw, mr=mr, nr=2 * vw, origin=origin, pool=pool)
+    dw = lib.depthwise3x3
+    dw.restype, dw.argtypes = None, _DW_ARGS
+    _STATE.update(lib=lib, vw=vw, mr=mr, nr=2 * vw, origin=origin, pool=pool, dw=dw)
     fn = lib.packed_gemm
     fn.restype = None
     fn.argtypes = _ARGS
@@ -148,7 +153,8 @@ def _jit(ir: str | None, vw: int, mr: int, path: Path | None) -> Any:
     engine.finalize_object()
     pool = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, *[ctypes.c_int64] * 13)(
         engine.get_function_address("max_pool4"))
-    _STATE.update(engine=engine, vw=vw, mr=mr, nr=2 * vw, origin="compiled in memory", pool=pool)
+    dw = ctypes.CFUNCTYPE(None, *_DW_ARGS)(engine.get_function_address("depthwise3x3"))
+    _STATE.update(engine=engine, vw=vw, mr=mr, nr=2 * vw, origin="compiled in memory", pool=pool, dw=dw)
     return ctypes.CFUNCTYPE(None, *_ARGS)(engine.get_function_address("packed_gemm"))
 
 
@@ -229,6 +235,35 @@ def bind_max_pool(x: np.ndarray, y: np.ndarray, window: tuple[int, int, int, int
     args = (_address(x), _address(y), n * c4, h, w, oh, ow, kh, kw, sh, sw, top, left, x.strides[1] // 4,
             y.strides[1] // 4)
     fn, keep = _STATE["pool"], (x, y)
+
+    def run() -> None:
+        if keep:
+            fn(*args)
+    return run
+
+
+def bind_depthwise3x3(phases: np.ndarray, weights: np.ndarray, bias: np.ndarray, out: np.ndarray,
+                      geometry: tuple[int, int, int], rows: tuple[int, int], clamp: tuple[float, float]
+                      ) -> Callable[[], None] | None:
+    """A chain's 3 x 3 depthwise over its column phases ``phases`` [S, N, Hp, Wq, Cp] (S the stride-x phases) with
+    ``weights`` [9, Cp], ``bias`` [Cp], into NHWC ``out`` [N, OH, OW, Cp], ``geometry`` = (sh, dh, dw), output
+    rows ``rows``, as one foreign call (``depthwise3x3`` in ``llvm_ir``) checked once here; None where it does not
+    apply (Cp not a multiple of the vector width, layouts not contiguous)."""
+    vw = _STATE["vw"]
+    s_, n, hp, wq, cp = phases.shape
+    _, oh, ow, ocp = out.shape
+    sh, dh, dw = geometry
+    r0, r1 = rows
+    p1, p2 = dw % s_, (2 * dw) % s_
+    c1, c2 = (dw // s_) * cp, ((2 * dw) // s_) * cp
+    arrays = (phases, weights, bias, out)
+    if cp % vw or ocp != cp or any(a.dtype != np.float32 or not a.flags.c_contiguous for a in arrays) \
+            or weights.shape != (9, cp) or bias.shape != (cp,) or out.shape[0] != n or not 0 <= r0 <= r1 <= oh \
+            or (r1 - 1) * sh + 2 * dh >= hp or (ow - 1) * cp + max(c1, c2) + cp > wq * cp or r0 == r1:
+        return None
+    args = (_address(phases), n * hp * wq * cp, wq * cp, _address(weights), _address(bias), _address(out), ow * cp,
+            ow, cp, sh, dh, r0, r1, p1, c1, p2, c2, clamp[0], clamp[1], n, hp * wq * cp, oh * ow * cp)
+    fn, keep = _STATE["dw"], arrays
 
     def run() -> None:
         if keep:

@@ -95,7 +95,8 @@ def _onnxruntime(src: Path, x: np.ndarray) -> np.ndarray:
                          [(16, 96, 16, 14, 1, 1, 3, 1), (16, 96, 24, 15, 2, 1, 3, 1), (6, 30, 6, 9, 1, 1, 3, 1),
                           (5, 22, 7, 12, 2, 1, 3, 1), (24, 144, 24, 56, 1, 1, 3, 1), (8, 48, 8, 10, 1, 2, 3, 1),
                           (8, 48, 12, 11, 2, 3, 3, 1), (8, 40, 8, 13, 1, 1, 3, 2), (6, 36, 10, 13, 2, 1, 3, 2),
-                          (8, 40, 8, 12, 1, 1, 5, 1), (8, 44, 12, 13, 2, 1, 5, 1)])
+                          (8, 40, 8, 12, 1, 1, 5, 1), (8, 44, 12, 13, 2, 1, 5, 1), (8, 48, 8, 13, 1, 1, 3, 2),
+                          (8, 32, 8, 14, 2, 2, 3, 2)])
 def test_inverted_residual_chains_and_matches(tmp_path: Path, c: int, e: int, out: int, hw: int, stride: int,
                                               batch: int, k: int, dilation: int, cpu_impl: str) -> None:
     src = _model(tmp_path, c, e, out, hw, stride, batch=batch, k=k, dilation=dilation)
@@ -104,11 +105,14 @@ def test_inverted_residual_chains_and_matches(tmp_path: Path, c: int, e: int, ou
     chained = [cmd for cmd in session.commands if id(cmd) in session.scheduler.fused]
     assert [c.op_type for c in chained] == [12, 13, 12], "expand, depthwise, project chained"
     fill = session.scheduler.fused[id(chained[0])]
-    # the expand's ReLU6: in its own pass (numpy), or applied by the compiled depthwise to each row it reads
-    assert fill.func.__name__ == "_run_padded" and fill.args[2] == (cpu_impl == "numpy")
+    middle = session.scheduler.fused[id(chained[1])].__self__  # 3 x 3: the nine taps in one pass per chunk
+    llvm = getattr(middle, "dw_llvm", None) is not None  # the LLVM-IR 3 x 3 kernel (channels in whole vectors)
+    # the expand's ReLU6: in its own pass (numpy) or the packed GEMM's store (with the LLVM-IR depthwise), or
+    # applied by the numba depthwise to each row it reads
+    assert fill.func.__name__ == "_run_padded" and fill.args[2] == (cpu_impl == "numpy" or llvm)
+    assert not llvm or (k == 3 and cpu_impl == "jit")
     project = session.scheduler.fused[id(chained[2])].func.__self__  # its bias + NC4HW4 store: one compiled pass
     assert (project.store_jit is not None) == (cpu_impl == "jit")
-    middle = session.scheduler.fused[id(chained[1])].__self__  # 3 x 3: the nine taps in one pass per chunk
     kernel = getattr(getattr(middle, "jit_nhwc", None), "__name__", None)
     assert kernel == (None if cpu_impl == "numpy" else "depthwise3x3_nhwc" if k == 3 else "depthwise_nhwc")
     want = _onnxruntime(src, x)
