@@ -18,6 +18,10 @@ them, as one-row tiles). Within a block of rows (~1 MB of C), the panels are the
 loop, so a panel (K x NR floats) stays in L1/L2 while the block's row tiles stream past it. ``lo``/``hi`` clamp by
 compare-and-select, so NaN passes through as in numpy.
 
+The same compiled module (``llvm_ir.kernels_ir``) holds two more kernels, bound here: float32 max pooling over
+NC4HW4 planes (``bind_max_pool``) and a MobileNet chain's 3 x 3 depthwise over its column phases
+(``bind_depthwise3x3``).
+
 Availability: x86-64 with FMA and AVX2 (AVX-512 used where present), llvmlite importable (numba's compiler, the
 ``jit`` extra) and ``MNNPY_JIT`` not off. Otherwise ``available()`` is False and every caller keeps numpy's GEMM;
 the tests run both (``cpu_impl``). Compiling takes ~50 ms, once per process, at the first session that packs weights
