@@ -160,6 +160,7 @@ class DepthwiseKernel(Conv2DKernel):
                 tmp = self.tmp[:, : r1 - r0] if len(self.row_bands) == 1 else np.empty_like(self.tmp[:, r0:r1])
             self.bands.append((r0, r1, taps, tmp))
         self.jit = jit.kernels() if jit.enabled() else None
+        self.dw_llvm: Callable[[], None] | None = None  # the LLVM-IR 3 x 3 chain kernel (``_jit_setup``)
         if self.jit is not None:
             self._jit_setup(kh, kw, sh, dh, dw)
         COUNTERS["weight_transforms"] += 1
@@ -167,7 +168,6 @@ class DepthwiseKernel(Conv2DKernel):
     def _jit_setup(self, kh: int, kw: int, sh: int, dh: int, dw: int) -> None:
         """Arguments of the compiled kernel: buffers seen as its contiguous layouts (views, no copies)."""
         lo, hi = self.clamp_bounds()
-        self.dw_llvm: Callable[[], None] | None = None
         if self.nc4:
             s, n, c4, hp, wq, _ = self.xp.shape
             ow = self.out_shape[3]
@@ -239,7 +239,7 @@ class DepthwiseKernel(Conv2DKernel):
 
     def _rows(self, out: np.ndarray | None, r0: int, r1: int, taps: list[np.ndarray], tmp: np.ndarray) -> None:
         """Output rows r0..r1: taps, bias and activation (in NC4HW4 ``out``, or the NHWC accumulator)."""
-        if self.jit is not None and self.dw_llvm is not None and out is None:  # the chain's one band
+        if self.dw_llvm is not None and out is None:  # the chain's one band
             self.dw_llvm()
             return
         if self.jit is not None and (self.acc is not None or out.flags.c_contiguous):  # type: ignore[union-attr]

@@ -22,6 +22,7 @@ from .common import (
     PACK,
     Conv2DKernel,
     Conv2DParams,
+    array_place,
     ceil4,
     copy_pixels,
     gather_groups,
@@ -226,7 +227,8 @@ class Gemm1x1Kernel(Conv2DKernel):
         y = y_mat[r0:r1]
         if self.packed is not None:  # the first Cp columns of x (not the bias column), bias and activation inside
             cp = self.x_mat.shape[1]
-            self.bound_call(("rows", id(x_mat), id(y_mat), r0, r1),
+            # keyed by memory, not id: the flat path passes reshapes made per run
+            self.bound_call(("rows", array_place(x_mat), array_place(y_mat), r0, r1),
                             lambda: self.packed.bind(x_mat[r0:r1, :cp], y, *self.bounds, cp))()
             return
         if self.folded and x_mat is self.x_gemm:

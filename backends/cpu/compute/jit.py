@@ -31,13 +31,14 @@ import numpy as np
 _STATE: dict[str, ModuleType | None] = {}
 
 
-def _switched_off() -> bool:
+def switched_off() -> bool:
+    """Whether ``MNNPY_JIT`` turns the compiled CPU kernels off (numba's and the packed GEMM's)."""
     return os.environ.get("MNNPY_JIT", "1").strip().lower() in ("0", "off", "false", "no")
 
 
 def enabled() -> bool:
     """Whether JIT kernels may be used: ``MNNPY_JIT`` is not 0/off/false/no and numba imports."""
-    return not _switched_off() and kernels() is not None
+    return not switched_off() and kernels() is not None
 
 
 _FAILURE: list[str] = []  # why numba, though installed, could not be used (its ImportError)
@@ -52,7 +53,7 @@ def describe() -> str:
         version = metadata.version("numba")
     except metadata.PackageNotFoundError:
         return "numba not installed"
-    if _switched_off():
+    if switched_off():
         return "off (MNNPY_JIT=0)"
     if kernels() is None:
         return f"numba {version} unusable, numpy kernels ({_FAILURE[0] if _FAILURE else 'import failed'})"

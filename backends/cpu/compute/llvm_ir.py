@@ -305,8 +305,7 @@ def max_pool_ir() -> list[str]:
             f"  %vs = select i1 %in, {v4} %val, {v4} {ninf}",
             f"  %gt = fcmp ugt {v4} %vs, %acc1",  # v > acc, or either NaN
             f"  %accnan = fcmp uno {v4} %acc1, %acc1",
-            "  %keep = and <4 x i1> %accnan, <i1 true, i1 true, i1 true, i1 true>",
-            "  %notkeep = xor <4 x i1> %keep, <i1 true, i1 true, i1 true, i1 true>",
+            "  %notkeep = xor <4 x i1> %accnan, <i1 true, i1 true, i1 true, i1 true>",  # a NaN acc stays
             "  %take = and <4 x i1> %gt, %notkeep",
             f"  %acc2 = select <4 x i1> %take, {v4} %vs, {v4} %acc1",
             "  %kxn = add i64 %kx, 1",

@@ -48,6 +48,7 @@ import numpy as np
 
 from mnnpy.core.memory import populated_zeros
 
+from .jit import switched_off
 from .llvm_ir import kernels_ir
 
 _STATE: dict[str, Any] = {}
@@ -63,18 +64,14 @@ _ARGS = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctype
          ctypes.c_int64, ctypes.c_int64]
 
 
-def _switched_off() -> bool:
-    return os.environ.get("MNNPY_JIT", "1").strip().lower() in ("0", "off", "false", "no")
-
-
 def available() -> bool:
     """Whether the packed GEMM may be used (see the module docstring); compiles it on the first True."""
-    return not _switched_off() and _kernel() is not None
+    return not switched_off() and _kernel() is not None
 
 
 def describe() -> str:
     """One line for reports: "llvm <version>, <vector bits>-bit" or why the packed GEMM is not used."""
-    if _switched_off():
+    if switched_off():
         return "off (MNNPY_JIT=0)"
     if _kernel() is None:
         return f"numpy matmul ({_STATE.get('why', 'unavailable')})"
@@ -217,6 +214,19 @@ def _row_block(row_bytes: int, n: int) -> int:
     return max(mr, rows // mr * mr)
 
 
+def _foreign_call(fn: Any, args: tuple, keep: tuple) -> Callable[[], None]:
+    """``fn(*args)`` as a closure that also holds ``keep`` (the arrays whose addresses ``args`` carries: alive as
+    long as the call is)."""
+    def run() -> None:
+        if keep:
+            fn(*args)
+    return run
+
+
+def _nothing() -> None:
+    """A bound product with nothing to compute (no rows)."""
+
+
 def _address(a: np.ndarray) -> int:
     return a.__array_interface__["data"][0]
 
@@ -238,12 +248,7 @@ def bind_max_pool(x: np.ndarray, y: np.ndarray, window: tuple[int, int, int, int
         raise ValueError(f"max pool: cannot run {x.shape} -> {y.shape} (strides {x.strides} / {y.strides})")
     args = (_address(x), _address(y), n * c4, h, w, oh, ow, kh, kw, sh, sw, top, left, x.strides[1] // 4,
             y.strides[1] // 4)
-    fn, keep = _STATE["pool"], (x, y)
-
-    def run() -> None:
-        if keep:
-            fn(*args)
-    return run
+    return _foreign_call(_STATE["pool"], args, (x, y))
 
 
 def bind_depthwise3x3(phases: np.ndarray, weights: np.ndarray, bias: np.ndarray, out: np.ndarray,
@@ -267,12 +272,7 @@ def bind_depthwise3x3(phases: np.ndarray, weights: np.ndarray, bias: np.ndarray,
         return None
     args = (_address(phases), n * hp * wq * cp, wq * cp, _address(weights), _address(bias), _address(out), ow * cp,
             ow, cp, sh, dh, r0, r1, p1, c1, p2, c2, clamp[0], clamp[1], n, hp * wq * cp, oh * ow * cp)
-    fn, keep = _STATE["dw"], arrays
-
-    def run() -> None:
-        if keep:
-            fn(*args)
-    return run
+    return _foreign_call(_STATE["dw"], args, arrays)
 
 
 def panel_width() -> int:
@@ -325,12 +325,7 @@ class PackedWeights:
         """``matmul`` for these arrays, checked and addressed once: the run is one foreign call (~1.7 us against
         ~8.6 us for ``matmul``, whose checks and address look-ups are per call). The closure keeps the arrays."""
         args = self._args(a, out, lo, hi, rows, first, bias, start)
-        fn, keep = self.fn, (a, out, self)
-
-        def run() -> None:
-            if args is not None and keep:
-                fn(*args)
-        return run
+        return _foreign_call(self.fn, args, (a, out, self)) if args is not None else _nothing
 
     def bind_implicit(self, base: np.ndarray, offset: int, rows: tuple[int, int, int], runs: tuple[int, int, int],
                       out: np.ndarray, lo: float = -np.inf, hi: float = np.inf) -> Callable[[], None]:
@@ -351,12 +346,7 @@ class PackedWeights:
         args = (_address(base) + 4 * offset, lda, _address(self.panels), self.panels.shape[2] * self.panels.shape[3],
                 _address(out), out.strides[1] // 4, m, nseg * seglen, n, _address(self.bias), lo, hi, t, a_step,
                 0, out.strides[0] // 4, _row_block(out.strides[1], n), nseg, seglen, segstride)
-        fn, keep = self.fn, (base, out, self)
-
-        def run() -> None:
-            if keep:
-                fn(*args)
-        return run
+        return _foreign_call(self.fn, args, (base, out, self))
 
     def _args(self, a: np.ndarray, out: np.ndarray, lo: float, hi: float, rows: int | None, first: int, bias: bool,
               start: int) -> tuple | None:

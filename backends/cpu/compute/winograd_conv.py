@@ -42,6 +42,7 @@ from .common import (
     Conv2DParams,
     add_residual,
     add_row_bias,
+    array_place,
     ceil4,
     copy_input_rows,
     copy_pixels,
@@ -270,7 +271,7 @@ class WinogradKernel(Conv2DKernel):
         """Per lane, per block: the (destination, source) pixel copies of its tiles into ``out``, then with a
         ``residual`` one (rows of ``out``, the same rows of ``residual``, relu) entry; built on the first run into
         these arrays and kept (a run then makes no views: less Python per block, so the lanes hold the GIL less)."""
-        key = (_place(out), None if residual is None else (_place(residual), relu))
+        key = (array_place(out), None if residual is None else (array_place(residual), relu))
         if key not in self._stores:  # a chain's producer also runs plainly (callbacks): a few keys at most
             self._stores[key] = [[self._block_stores(b, out) + self._block_residual(b, out, residual, relu)
                                   for b in lane] for lane in self.lanes]
@@ -322,7 +323,7 @@ class WinogradKernel(Conv2DKernel):
     def _gemm(self, b: _Block, p0: int, p1: int) -> None:
         packed = self.packed.get(id(b.weight))
         if packed is not None:
-            self.bound_call(("gemm", id(b.v_groups), p0, p1),
+            self.bound_call(("gemm", id(b.v_groups), id(b.m_groups), id(b.weight), p0, p1),  # arrays the blocks keep
                             lambda: packed.bind(b.v_groups[p0:p1], b.m_groups[p0:p1], start=p0))()
         else:
             np.matmul(b.v_groups[p0:p1], b.weight[p0:p1], out=b.m_groups[p0:p1])
@@ -357,11 +358,6 @@ class WinogradKernel(Conv2DKernel):
                 np.copyto(*store)
             else:
                 add_residual(*store)
-
-
-def _place(a: np.ndarray) -> tuple:
-    """An array's memory and geometry, as a key."""
-    return a.__array_interface__["data"][0], a.shape, a.strides
 
 
 def _spans(size: int, u: int) -> list[tuple[int, int, int]]:

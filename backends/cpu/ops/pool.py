@@ -26,6 +26,7 @@ POOL_COMPILED = True  # max pooling by the compiled kernel where it runs (see Po
 
 
 def _call(run: Callable[[], None]) -> None:
+    """A bound compiled call as a ``partial`` task (worker-process lanes record partials, not closures)."""
     run()
 
 
@@ -85,8 +86,7 @@ class Pooling(CPUExecution):
         # large enough to pay for waking a lane (~0.1 ms): ResNet-18's 3x3/2 max pool reads 3.2 MB.
         # Each lane runs its channel blocks in bands of at most POOL_BAND_BYTES of padded input, so a band's phases,
         # columns and output stay in L2 between the passes (ResNet-18's pool in the model: 2.87-3.05 -> 2.37-2.41 ms).
-        threads = int(self.backend.config.get("numThread", 1) or 1)
-        lanes = max(1, min(threads, c4, self.x.array.nbytes // POOL_LANE_BYTES))
+        lanes = self._lanes(c4)
         step = -(-c4 // lanes)
         band = max(1, POOL_BAND_BYTES // (n * hp * wp * 4 * dtype.itemsize))
         spans = [[(b, min(b + band, j + step, c4)) for b in range(j, min(j + step, c4), band)]
@@ -116,14 +116,17 @@ class Pooling(CPUExecution):
                 and y.flags.c_contiguous and packed_gemm.available()):
             return None
         c4 = x.shape[1]
-        threads = int(self.backend.config.get("numThread", 1) or 1)
-        lanes = max(1, min(threads, c4, x.nbytes // POOL_LANE_BYTES))
-        step = -(-c4 // lanes)
+        step = -(-c4 // self._lanes(c4))
         try:
             return [partial(_call, packed_gemm.bind_max_pool(x[:, c: c + step], y[:, c: c + step], window, pads))
                     for c in range(0, c4, step)]
         except ValueError:
             return None
+
+    def _lanes(self, c4: int) -> int:
+        """Lanes over the channel blocks: ``numThread``, where the input pays for waking one (POOL_LANE_BYTES each)."""
+        threads = int(self.backend.config.get("numThread", 1) or 1)
+        return max(1, min(threads, c4, self.x.array.nbytes // POOL_LANE_BYTES))
 
     def on_execute(self) -> None:
         x, y = self.x.array, self.y.array
