@@ -102,6 +102,9 @@ LANE_MIN_FLOPS = 2.5e7
 # OpenBLAS); with the packed GEMM those take ~0.22 ms and two lanes made them slower (0.245 ms): weight 1 again,
 # paired 0.975 / 0.988 at 2 threads (Zen 4 host, process lanes).
 IM2COL_LANE_WEIGHT = 1.0
+# The same for a 1 x 1 convolution whose packed GEMM reads the NC4HW4 input in place (im2col.Im2ColKernel's direct
+# path): nothing runs before or after its lanes' products, so 2 lanes pay from ~5 MFLOP (ResNet-18's shortcuts).
+DIRECT_LANE_WEIGHT = 5.0
 STRASSEN_MAX_DEPTH = 5
 # numpy's Strassen adds are separate passes over memory while its GEMM is a fast BLAS: a level pays only when the
 # GEMM flops it saves take longer than streaming its 15 block additions (3 floats of traffic per element).

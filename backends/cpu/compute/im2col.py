@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from mnnpy.core.strategy import IM2COL_LANE_WEIGHT, IM2COL_TILE_BYTES, ConvPlan, output_tiles
+from mnnpy.core.strategy import DIRECT_LANE_WEIGHT, IM2COL_LANE_WEIGHT, IM2COL_TILE_BYTES, ConvPlan, output_tiles
 
 from . import packed_gemm
 from .blas import lane_count, new_claim, run_lanes
@@ -32,6 +32,7 @@ from .common import (
     Conv2DKernel,
     Conv2DParams,
     add_residual,
+    array_place,
     ceil4,
     copy_channels,
     copy_input_rows,
@@ -130,13 +131,15 @@ class Im2ColKernel(Conv2DKernel):
         # is folded into the weights) and clamps (the activation) as it stores the tile
         self.packed = PackedWeights(self.weight, self.bias_row) if g == 1 and packed_gemm.available() else None
         self.bounds = self.clamp_bounds()
+        self.direct = self._direct_lanes(2.0 * n * oh * ow * cp * ocp) if self.packed is not None and kh == kw == 1 \
+            and not any(params.pads) and not self.fold_bias else None
         # With the packed GEMM and taps one pixel apart, no column matrix: the GEMM reads each kernel row's kw x C
         # floats in place from the padded input (``PackedWeights.bind_implicit``), one call per tile and image, a
         # product per output row (cold caches, ms: ResNet-18's stem 3.18 -> 2.78, MobileNetV2's 0.58 -> 0.39). Rows
         # of IMPLICIT_MIN_OW pixels at least: a product is one output row, and short ones run the kernel's one-row
         # tiles (ResNet-18's 3 x 3 stride-2 convolutions, 7-28 pixels a row: 1.2 -> 1.6-2.4 ms)
         self.implicit = None
-        if self.packed is not None and dw == 1 and self.bands is None and ow >= IMPLICIT_MIN_OW:
+        if self.packed is not None and dw == 1 and self.bands is None and ow >= IMPLICIT_MIN_OW and not self.direct:
             ch, row = self.xp.shape[3], self.xp.shape[2] * self.xp.shape[3]
             base = self.xp.reshape(-1)
             self.implicit = []
@@ -145,38 +148,88 @@ class Im2ColKernel(Conv2DKernel):
                                                    (sh * row, sw * ch, ow), (kh, kw * ch, dh * row),
                                                    self.y[i, r0:r1], *self.bounds) for i in range(n0, n1)]
                 self.implicit.append(calls[0] if len(calls) == 1 else partial(_in_turn, tuple(calls)))
-        # Weight-heavy single tile with several taps: the lanes split K by taps instead of the output channels, so
-        # each gathers only its taps' columns (the gather no longer runs before the hand-off) and streams its rows
-        # of the weights into a partial product; the partials are summed after (a [pixels, OCp] add).
+        # Weight-heavy single tile: the lanes split K (taps x channels) instead of the output channels, so each gathers
+        # only its share of the columns (the gather no longer runs before the hand-off) and streams its rows of the
+        # weights into a partial product; the partials are summed after (a [pixels, OCp] add). K is split evenly at
+        # channel granularity (whole taps split ResNet-18's nine 5 / 4: lane 0 did 56% of the work).
         self.tap_lanes = None
-        if self.bands is not None and not self.fold_bias and kh * kw > 1:
+        if self.bands is not None and not self.fold_bias and not self.direct:
             dst, src = first
             cols_mat, y_rows = self.steps[0][1:3]
-            self.tap_lanes = [([runs(dst[..., ky, a:b, :], src[..., ky, a:b, :]) for ky, a, b in pieces],
-                               cols_mat[:, t0 * kc: t1 * kc], self._multiply(t0 * kc, t1 * kc),
-                               y_rows if i == 0 else
-                              scratch_buffer(pool, i, "product", y_rows.size).reshape(y_rows.shape))
-                              for i, (t0, t1, pieces) in enumerate(_tap_ranges(kh, kw, len(self.bands)))]
+            self.tap_lanes = []
+            for i, (k0, k1, pieces) in enumerate(_k_ranges(kh, kw, kc, len(self.bands))):
+                product = y_rows if i == 0 else scratch_buffer(pool, i, "product", y_rows.size).reshape(y_rows.shape)
+                gathers = [runs(dst[..., ky, x0:x1, c0:c1], src[..., ky, x0:x1, c0:c1])
+                           for ky, x0, x1, c0, c1 in pieces]
+                multiply = self._multiply(k0, k1, cols_mat[:, k0:k1], product, i == 0)
+                self.tap_lanes.append((gathers, multiply, product))
         COUNTERS["weight_transforms"] += 1
 
-    def _multiply(self, k0: int, k1: int) -> Callable[[np.ndarray, np.ndarray], None]:
-        """``(cols, product) -> product = cols @ weight[k0:k1]`` (a tap lane's partial product, no bias)."""
+    def _direct_lanes(self, flops: float) -> list[list[tuple[Any, ...]]]:
+        """A 1 x 1 unpadded convolution on channels a multiple of 4 (ResNet's stride-2 shortcuts): the packed GEMM
+        reads A straight from the NC4HW4 input, K as C/4 runs of 4 floats one channel plane apart
+        (``bind_implicit``): no input copy, no gather, so the work splits over the lanes with nothing serial but the
+        hand-off. Per lane its products ``(weights, image, r0, r1, c0, c1)``: rows of the output, or (weight-heavy:
+        more output channels than pixels) whole panels of output channels, each lane streaming only its weights.
+        ResNet-18's three shortcuts at 2 threads (ms): see tools/PERF.md, fifteenth session."""
+        n, _, oh, ow = self.out_shape
+        ocp = self.y.shape[3]
+        lanes = lane_count(self.plan.threads, flops * DIRECT_LANE_WEIGHT)
+        if lanes > 1 and ocp > n * oh * ow:
+            step = -(-ocp // packed_gemm.panel_width() // lanes) * packed_gemm.panel_width()
+            return [[(PackedWeights(self.weight[:, c0:c0 + step], self.bias_row[c0:c0 + step]), i, 0, oh, c0,
+                      min(c0 + step, ocp)) for i in range(n)] for c0 in range(0, ocp, step)]
+        rows = n * oh
+        step = -(-rows // lanes)
+        return [[(self.packed, i, max(r0, i * oh) - i * oh, min(r0 + step, (i + 1) * oh) - i * oh, 0, ocp)
+                 for i in range(r0 // oh, (min(r0 + step, rows) - 1) // oh + 1)] for r0 in range(0, rows, step)]
+
+    def _run_direct(self, lane: int, x: np.ndarray, out: np.ndarray, residual: np.ndarray | None = None,
+                    relu: bool = False) -> None:
+        """One lane of the direct 1 x 1 path (``_direct_lanes``): its products from NC4HW4 ``x``, then the store."""
+        products = self.direct[lane]  # type: ignore[index]
+        self.bound_call(("direct", lane, array_place(x)), partial(self._bind_direct, products, x))()
+        for _, i, r0, r1, c0, c1 in products:
+            self._store(out, residual, relu, (slice(i, i + 1), slice(c0 // PACK, c1 // PACK), slice(r0, r1)),
+                        self.y[i:i + 1, r0:r1, :, c0:c1].reshape(1, r1 - r0, -1, (c1 - c0) // PACK, PACK))
+
+    def _bind_direct(self, products: list[tuple[Any, ...]], x: np.ndarray) -> Callable[[], None]:
+        _, cb, h, w, _ = x.shape
+        (sh, sw), plane = self.params.stride, h * w * PACK
+        base = x.reshape(-1)  # a view (C-contiguous, checked by the caller)
+        calls = tuple(weights.bind_implicit(base, i * cb * plane + r0 * sh * w * PACK, (sh * w * PACK, sw * PACK,
+                                            self.out_shape[3]), (cb, PACK, plane), self.y[i, r0:r1, :, c0:c1],
+                                            *self.bounds)
+                      for weights, i, r0, r1, c0, c1 in products)
+        return calls[0] if len(calls) == 1 else partial(_in_turn, calls)
+
+    def _multiply(self, k0: int, k1: int, cols: np.ndarray, product: np.ndarray, bias: bool) -> Callable[[], None]:
+        """``product = cols @ weight[k0:k1]`` (+ the bias with ``bias`` and the packed GEMM): a K lane's partial
+        product, bound once."""
         if self.packed is not None:
-            return partial(self.packed.matmul, rows=k1 - k0, first=k0, bias=False)
-        return partial(_matmul_by, self.weight[k0:k1])
+            return self.packed.bind(cols, product, rows=k1 - k0, first=k0, bias=bias)
+        return partial(np.matmul, cols, self.weight[k0:k1], out=product)
 
     def run(self, x: np.ndarray, out: np.ndarray, residual: np.ndarray | None = None, relu: bool = False) -> None:
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out`` (tiles claimed by ``numThread`` lanes). ``residual`` (NC4HW4
         like ``out``, or ``out`` itself): each tile (channel band) adds it to the rows it stored, then ReLU with
         ``relu`` (a residual Add fused in: ``common.add_residual``)."""
+        if self.direct and x is not None and x.flags.c_contiguous:
+            if len(self.direct) == 1:
+                self._run_direct(0, x, out, residual, relu)
+            else:
+                run_lanes([partial(self._run_direct, lane, x, out, residual, relu) for lane in range(len(self.direct))],
+                          self.plan.threads, self.shared)
+            return
         if self.input_copied_first:
             self._copy_input(x)
         if self.tap_lanes is not None:
             run_lanes([partial(self._run_taps, *lane) for lane in self.tap_lanes], self.plan.threads, self.shared)
             _, _, y_rows, _, (n0, n1, r0, r1, y_tile, y_pixels) = self.steps[0]
             for lane in self.tap_lanes[1:]:
-                np.add(y_rows, lane[3], out=y_rows)
-            self._add_bias(y_tile)
+                np.add(y_rows, lane[2], out=y_rows)
+            if self.packed is None:  # (the packed GEMM added it to lane 0's product)
+                self._add_bias(y_tile)
             self._activate(y_tile)
             self._store(out, residual, relu, (slice(n0, n1), slice(None), slice(r0, r1)), y_pixels)
             return
@@ -204,12 +257,15 @@ class Im2ColKernel(Conv2DKernel):
     def input_copied_first(self) -> bool:
         """Whether ``run`` copies all of ``x`` in before it stores any output (else each lane copies the rows of
         its tiles as it goes)."""
+        if self.direct:  # one lane's products read all of x before its stores
+            return len(self.direct) == 1
         return self.bands is not None or len(self.lanes) == 1
 
     @property
     def chains(self) -> bool:
         """Whether ``run_to_nhwc`` applies (one lane, ungrouped): the producer end of an NHWC chain."""
-        return self.bands is None and self.tap_lanes is None and len(self.lanes) == 1 and self.params.group == 1
+        return self.bands is None and self.tap_lanes is None and len(self.lanes) == 1 and self.params.group == 1 \
+            and not self.direct
 
     def run_to_nhwc(self, x: np.ndarray) -> None:
         """NC4HW4 ``x`` convolved into ``self.y`` [N, OH, OW, OCp] (bias, activation), without the output copy."""
@@ -249,12 +305,13 @@ class Im2ColKernel(Conv2DKernel):
                 self._store(out, residual, relu, (slice(n0, n1), slice(None), slice(r0, r1)), y_pixels)
 
     @staticmethod
-    def _run_taps(gathers: list[tuple[np.ndarray, np.ndarray]], cols: np.ndarray,
-                  multiply: Callable[[np.ndarray, np.ndarray], None], product: np.ndarray) -> None:
-        """Gather one lane's taps of the single tile and multiply them by its rows of the weights."""
+    def _run_taps(gathers: list[tuple[np.ndarray, np.ndarray]], multiply: Callable[[], None],
+                  product: np.ndarray) -> None:
+        """Gather one lane's share of K of the single tile and multiply it by its rows of the weights (into
+        ``product``, which the caller sums)."""
         for dst, src in gathers:
             np.copyto(dst, src)
-        multiply(cols, product)
+        multiply()
 
     def _run_band(self, c0: int, c1: int, out: np.ndarray, residual: np.ndarray | None = None,
                   relu: bool = False) -> None:
@@ -274,25 +331,33 @@ def _in_turn(calls: tuple[Callable[[], None], ...]) -> None:
         call()
 
 
-def _matmul_by(weight: np.ndarray, a: np.ndarray, out: np.ndarray) -> None:
-    np.matmul(a, weight, out=out)
-
-
 def _bands(size: int, lanes: int) -> list[tuple[int, int]]:
     """``range(size)`` (a multiple of 4) in ``lanes`` bands of whole 4-channel blocks."""
     step = PACK * -(-size // PACK // lanes)
     return [(c, min(c + step, size)) for c in range(0, size, step)]
 
 
-def _tap_ranges(kh: int, kw: int, lanes: int) -> list[tuple[int, int, list[tuple[int, int, int]]]]:
-    """The kh*kw taps in at most ``lanes`` contiguous ranges (t0, t1, pieces), each piece a kernel row ``ky`` and
-    its columns [a, b) (the column buffer is ordered [ky, kx, channel], so a range is contiguous in K)."""
-    taps = kh * kw
-    step = -(-taps // max(1, min(lanes, taps)))
+def _k_ranges(kh: int, kw: int, kc: int, lanes: int) -> list[tuple[int, int, list[tuple[int, int, int, int, int]]]]:
+    """K = kh*kw*kc (the column buffer's [ky, kx, channel] order) in at most ``lanes`` contiguous ranges of about
+    equal size (multiples of 8 but the last), each ``(k0, k1, pieces)``: a piece ``(ky, x0, x1, c0, c1)`` is the
+    block of taps ky, [x0, x1) and channels [c0, c1) it covers (whole taps run together up to the end of a kernel
+    row, a tap split between two ranges is a channel range of it)."""
+    total = kh * kw * kc
+    step = -(-total // max(1, lanes))
+    step = min(total, -(-step // 8) * 8)
     ranges = []
-    for t0 in range(0, taps, step):
-        t1 = min(t0 + step, taps)
-        pieces = [(ky, max(t0, ky * kw) - ky * kw, min(t1, (ky + 1) * kw) - ky * kw)
-                  for ky in range(t0 // kw, (t1 - 1) // kw + 1)]
-        ranges.append((t0, t1, pieces))
+    for k0 in range(0, total, step):
+        k1, k, pieces = min(k0 + step, total), k0, []
+        while k < k1:
+            tap, c = divmod(k, kc)
+            ky, kx = divmod(tap, kw)
+            if c or k1 - k < kc:  # a channel range of one tap
+                c1 = min(kc, c + k1 - k)
+                pieces.append((ky, kx, kx + 1, c, c1))
+                k += c1 - c
+            else:  # whole taps, to the end of this kernel row or of the range
+                taps = min(kw - kx, (k1 - k) // kc)
+                pieces.append((ky, kx, kx + taps, 0, kc))
+                k += taps * kc
+        ranges.append((k0, k1, pieces))
     return ranges

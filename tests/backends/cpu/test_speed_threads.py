@@ -172,15 +172,16 @@ def test_run_lanes_interrupted_wait_still_waits_for_the_lane() -> None:
 
 @pytest.mark.parametrize(("ic", "oc", "k", "stride", "hw", "threads", "relu6"),
                          [(256, 512, (3, 3), 1, 7, 2, False), (128, 260, (3, 3), 2, 13, 3, True),
-                          (64, 300, (5, 5), 1, 6, 3, False), (96, 400, (1, 3), 1, 5, 2, False)])
+                          (64, 300, (5, 5), 1, 6, 3, False), (96, 400, (1, 3), 1, 5, 2, False),
+                          (36, 300, (3, 3), 1, 4, 2, False)])
 def test_im2col_weight_heavy_lanes_split_taps(monkeypatch: pytest.MonkeyPatch, ic: int, oc: int, k: tuple[int, int],
                                               stride: int, hw: int, threads: int, relu6: bool) -> None:
-    """A weight-heavy single tile (few pixels, many output channels) with several taps: each lane gathers a
-    contiguous range of taps (kernel rows split mid-row where needed) and multiplies its rows of the weights; the
-    partial products are summed. Against float64 direct convolution (summation order differs from 1 lane)."""
+    """A weight-heavy single tile (few pixels, many output channels): each lane gathers a contiguous range of K
+    (taps x channels: kernel rows and taps split where needed) and multiplies its rows of the weights; the partial products are summed. Against float64 direct convolution (summation order differs from 1
+    lane)."""
     from helpers import assert_close, reference_conv
     from mnnpy.backends.cpu.compute.conv import conv2d_params, make_conv2d_kernel
-    from mnnpy.backends.cpu.compute.im2col import _tap_ranges
+    from mnnpy.backends.cpu.compute.im2col import _k_ranges
     from mnnpy.backends.cpu.compute.nc4hw4 import pack_nc4hw4, packed_shape, unpack_nc4hw4
     from support.models import make_conv
 
@@ -191,13 +192,54 @@ def test_im2col_weight_heavy_lanes_split_taps(monkeypatch: pytest.MonkeyPatch, i
     shape = (1, ic, hw, hw)
     x = np.random.default_rng(ic).standard_normal(shape).astype(np.float32)
     kernel = make_conv2d_kernel(conv, 12, shape, threads=threads, force="im2col")
-    assert kernel.tap_lanes is not None and len(kernel.tap_lanes) == min(threads, k[0] * k[1])
+    assert kernel.tap_lanes is not None and len(kernel.tap_lanes) == threads
     out = np.full(packed_shape(kernel.out_shape), np.nan, dtype=np.float32)
     for _ in range(2):  # the partial buffers are reused: a second run must not accumulate
         kernel.run(pack_nc4hw4(x), out)
     ref = reference_conv(x.astype(np.float64), conv, conv2d_params(conv, 12, shape))
     assert_close(unpack_nc4hw4(out, oc), ref, rtol=2e-5)
-    ranges = _tap_ranges(k[0], k[1], threads)
-    covered = [ky * k[1] + kx for _, _, pieces in ranges for ky, a, b in pieces for kx in range(a, b)]
-    assert covered == list(range(k[0] * k[1]))
-    assert all(t1 - t0 == sum(b - a for _, a, b in pieces) for t0, t1, pieces in ranges)
+    kc = ic + -ic % 4  # the column buffer's channels (padded to 4)
+    ranges = _k_ranges(k[0], k[1], kc, threads)
+    covered = [(ky * k[1] + kx) * kc + c for _, _, pieces in ranges for ky, x0, x1, c0, c1 in pieces
+               for kx in range(x0, x1) for c in range(c0, c1)]
+    assert covered == list(range(k[0] * k[1] * kc))  # every k once, in order
+    assert [k0 for k0, _, _ in ranges] == [0] + [k1 for _, k1, _ in ranges[:-1]]
+    sizes = [k1 - k0 for k0, k1, _ in ranges]
+    assert max(sizes) - min(sizes) <= 8 * threads, sizes  # balanced
+
+
+@pytest.mark.parametrize(("ic", "oc", "stride", "hw", "batch", "threads", "split"),
+                         [(64, 128, 2, 15, 1, 1, "rows"), (64, 128, 2, 15, 2, 2, "rows"), (32, 40, 1, 9, 3, 2, "rows"),
+                          (256, 512, 2, 13, 1, 2, "channels"), (128, 300, 3, 8, 2, 3, "channels")])
+def test_im2col_1x1_reads_nc4hw4_in_place(monkeypatch: pytest.MonkeyPatch, ic: int, oc: int, stride: int, hw: int,
+                                         batch: int, threads: int, split: str) -> None:
+    """A 1 x 1 unpadded convolution (channels a multiple of 4) runs the packed GEMM on the NC4HW4 input itself (K as
+    C/4 runs of 4 floats, one channel plane apart): lanes split the output rows (across images too), or the output
+    channels in whole panels when there are more of them than pixels. Against float64 direct convolution, with a
+    residual Add fused in on the second run."""
+    from helpers import assert_close, reference_conv
+    from mnnpy.backends.cpu.compute import packed_gemm
+    from mnnpy.backends.cpu.compute.conv import conv2d_params, make_conv2d_kernel
+    from mnnpy.backends.cpu.compute.nc4hw4 import pack_nc4hw4, packed_shape, unpack_nc4hw4
+    from support.models import make_conv
+
+    if not packed_gemm.available():
+        pytest.skip(f"the packed GEMM is off here: {packed_gemm.describe()}")
+    monkeypatch.setattr(blas, "LANE_MIN_FLOPS", 1.0)
+    conv = make_conv(ic, oc, (1, 1), stride=(stride, stride), pads=(0, 0, 0, 0), relu=True, seed=oc)
+    conv.bias = (np.asarray(conv.bias) * 10).astype(np.float32)
+    shape = (batch, ic, hw, hw)
+    x = np.random.default_rng(ic).standard_normal(shape).astype(np.float32)
+    kernel = make_conv2d_kernel(conv, 12, shape, threads=threads, force="im2col")
+    assert kernel.direct is not None and len(kernel.direct) == threads
+    if split == "channels":
+        assert all(c0 % packed_gemm.panel_width() == 0 for lane in kernel.direct for *_, c0, _ in lane)
+    else:
+        assert all(c1 - c0 == kernel.y.shape[3] for lane in kernel.direct for *_, c0, c1 in lane)
+    ref = reference_conv(x.astype(np.float64), conv, conv2d_params(conv, 12, shape))
+    out = np.full(packed_shape(kernel.out_shape), np.nan, dtype=np.float32)
+    kernel.run(pack_nc4hw4(x), out)
+    assert_close(unpack_nc4hw4(out, oc), ref, rtol=2e-5)
+    residual = np.random.default_rng(1).standard_normal(ref.shape).astype(np.float32)
+    kernel.run(pack_nc4hw4(x), out, pack_nc4hw4(residual), True)
+    assert_close(unpack_nc4hw4(out, oc), np.maximum(ref + residual, 0), rtol=2e-5)
