@@ -20,6 +20,7 @@ out the units whose footprint exceeds it, so a tight budget picks a smaller tile
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import os
 from dataclasses import dataclass, field
@@ -279,16 +280,23 @@ def lane_count(threads: int, flops: float, min_flops: float = LANE_MIN_FLOPS) ->
     return max(1, min(int(threads), int(flops // min_flops)))
 
 
-def output_tiles(n: int, rows: int, row_bytes: int, limit: int) -> list[tuple[int, int, int, int]]:
+def output_tiles(n: int, rows: int, row_bytes: int, limit: int, lanes: int = 1) -> list[tuple[int, int, int, int]]:
     """Split ``n`` images of ``rows`` rows into ``(n0, n1, r0, r1)`` tiles of at most ~``limit`` scratch bytes.
 
-    Whole images (several per tile) when one fits, else bands of rows of one image (at least one row).
+    Whole images (several per tile) when one fits, else bands of rows of one image (at least one row). With
+    ``lanes`` > 1 the bands of an image are as many as before rounded up to a multiple of ``lanes`` (at most one per
+    row) and differ by one row at most: lanes claiming them then finish together (ResNet-18's stride-2 3 x 3 at 28²
+    had bands of 16 and 12 rows on 2 lanes, its stem 7 x 15 rows and 7: lane 0 ran 0.16 ms longer in each).
     """
     per_tile = max(1, limit // max(row_bytes, 1))
     if per_tile >= rows:
         images = max(1, per_tile // rows)
         return [(i, min(i + images, n), 0, rows) for i in range(0, n, images)]
-    return [(i, i + 1, r, min(r + per_tile, rows)) for i in range(n) for r in range(0, rows, per_tile)]
+    count = -(-rows // per_tile)
+    if lanes > 1:
+        count = min(rows, -(-count // lanes) * lanes)
+    edges = [rows * j // count for j in range(count + 1)]
+    return [(i, i + 1, r0, r1) for i in range(n) for r0, r1 in itertools.pairwise(edges)]
 
 
 def winograd_layout(n: int, tiles_hw: tuple[int, int], alpha: int, cp: int, ocp: int, weight_elems: int,
@@ -302,21 +310,22 @@ def winograd_layout(n: int, tiles_hw: tuple[int, int], alpha: int, cp: int, ocp:
     """
     th, tw = tiles_hw
     row_bytes = alpha * alpha * tw * max(cp, ocp) * 4
-    blocks = output_tiles(n, th, row_bytes, block_bytes)
+    blocks = output_tiles(n, th, row_bytes, block_bytes, lanes)
     if lanes > 1 and len(blocks) == 1 and weight_elems > n * th * tw * (cp + ocp):
         return blocks, 1, True
     if len(blocks) < lanes:
-        blocks = output_tiles(n, th, row_bytes, max(1, n * th * row_bytes // lanes))
+        blocks = output_tiles(n, th, row_bytes, max(1, n * th * row_bytes // lanes), lanes)
     return blocks, min(lanes, len(blocks)), False
 
 
-def winograd_channel_bands(by_positions: bool, group: int, alpha: int) -> bool:
+def winograd_channel_bands(by_positions: bool, group: int) -> bool:
     """Whether ``winograd_layout``'s weight-heavy single block is split by bands of output channels (every lane
     transforms the whole input block and runs its band's GEMMs, output transform and stores) rather than by alpha²
     positions (transforms on one core). Measured with 2 lanes, interleaved: 128ch 28² F(4,3) 0.58 -> 0.50 ms and
-    0.86 -> 0.69; 256ch 14² F(2,3) 0.77 -> 0.83, 0.95 -> 0.93, 0.87 -> 0.88 (its transforms are a smaller share
-    of the work and the input transform is done twice), so from alpha = 6 (F(4,3)) up, ungrouped only."""
-    return by_positions and group == 1 and alpha >= 6
+    0.86 -> 0.69. With OpenBLAS GEMMs 256ch 14² F(2,3) lost (0.77 -> 0.83, 0.95 -> 0.93, 0.87 -> 0.88: the input
+    transform is done twice); with the packed GEMM the positions' serial transforms weigh more: ResNet-18's three
+    512ch 7² F(2,3) in bands, paired whole-model runs at 2 threads 0.973 and 0.989. Ungrouped only."""
+    return by_positions and group == 1
 
 
 def winograd_memory(ic: int, oc: int, in_shape: tuple[int, ...], out_hw: tuple[int, int], k: int, unit: int,
@@ -337,7 +346,7 @@ def winograd_memory(ic: int, oc: int, in_shape: tuple[int, ...], out_hw: tuple[i
     padded = n * max(pads[0] + h, th * unit + k - 1) * max(pads[1] + w, tw * unit + k - 1) * cp
     lanes = lane_count(threads, 2.0 * n * oh * ow * oc * (ic // group) * k * k)
     blocks, block_lanes, by_positions = winograd_layout(n, (th, tw), a, cp, ocp, ic * oc // group, lanes)
-    if winograd_channel_bands(by_positions, group, a):  # every lane holds M and AᵀM of its band of channels
+    if winograd_channel_bands(by_positions, group):  # every lane holds M and AᵀM of its band of channels
         band = -(-ocp // 4 // min(lanes, ocp // 4)) * 4
         lanes = -(-ocp // band)
     else:

@@ -85,14 +85,14 @@ class Im2ColKernel(Conv2DKernel):
         if pool is None:
             self.y[:] = 0.0
         lanes = lane_count(plan.threads, 2.0 * n * oh * ow * k_len * on * g * IM2COL_LANE_WEIGHT)
-        tiles = output_tiles(n, oh, g * ow * k_len * 4, TILE_BYTES)
+        tiles = output_tiles(n, oh, g * ow * k_len * 4, TILE_BYTES, lanes)
         # Weight-heavy (deep layers, few pixels: ResNet-18's 512ch 7x7): the lanes split the output channels of the
         # one tile, so each streams only its share of the weights (row halves would each stream all of them).
         self.bands = _bands(ocp, lanes) if lanes > 1 and g == 1 and len(tiles) == 1 and ocp > n * oh * ow else None
         if self.bands is not None:
             lanes = 1
         if len(tiles) < lanes:  # smaller tiles, so that every lane has one
-            tiles = output_tiles(n, oh, g * ow * k_len * 4, max(1, n * oh * g * ow * k_len * 4 // lanes))
+            tiles = output_tiles(n, oh, g * ow * k_len * 4, max(1, n * oh * g * ow * k_len * 4 // lanes), lanes)
         biggest = max((n1 - n0) * (r1 - r0) * ow for n0, n1, r0, r1 in tiles)
         self.lanes = []  # every tile's step on each lane's own column buffer; lanes claim tiles one by one at run time
         for lane in range(min(lanes, len(tiles))):

@@ -123,7 +123,7 @@ class WinogradKernel(Conv2DKernel):
         # the weights. (Splitting both transforms by rows of positions / outputs, one more hand-off: no better.)
         blocks, block_lanes, by_positions = winograd_layout(n, (th, tw), a, cp, ocp, g * icg * ocg, lanes,
                                                             BLOCK_BYTES)
-        by_channels = winograd_channel_bands(by_positions, g, a)
+        by_channels = winograd_channel_bands(by_positions, g)
         self.positions = _bands(a * a, lanes) if by_positions and not by_channels else None
         # (blocks x output channel bands) are the work items the lanes claim; bands only for the weight-heavy block
         bands = _bands(ocp // PACK, lanes) if by_channels else [(0, ocp // PACK)]

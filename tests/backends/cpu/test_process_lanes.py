@@ -58,7 +58,7 @@ def test_resnet18_lanes_run_in_a_worker_process(resnet18: Path) -> None:
     assert len(lanes.workers) == 1 and lanes.workers[0].pid != os.getpid()
     assert lanes.dispatched == 2 * len(lanes.table)  # every recorded hand-off, both runs
     kinds = {tasks[0].func.__name__ for tasks in lanes.table}
-    assert {"_run_blocks", "_gemm", "_run_steps", "_run_taps", "_call"} <= kinds, kinds
+    assert {"_run_blocks", "_run_direct", "_run_steps", "_run_taps", "_call"} <= kinds, kinds
     for x, y in zip(xs, got, strict=True):
         np.testing.assert_allclose(y, _reference(resnet18, x), rtol=1e-4, atol=1e-5)
     np.testing.assert_array_equal(first, got[0])  # the same kernels, split the same way: the same bits

@@ -158,9 +158,9 @@ def test_matmul_lanes_match_float64(tmp_path: Path, trans_b: bool) -> None:
 @pytest.mark.parametrize(("ic", "oc", "hw", "unit", "group"), [(256, 256, 7, 2, 1), (192, 160, 13, 4, 1),
                                                                (192, 192, 9, 6, 1), (256, 256, 11, 4, 2)])
 def test_winograd_position_lanes(ic: int, oc: int, hw: int, unit: int, group: int) -> None:
-    """Weight-heavy single block, 2 lanes: the alpha² GEMMs split over the lanes (F(2,3) and grouped), or, from
-    F(4,3) up, ungrouped, bands of output channels (each lane: whole input transform, its band's GEMMs, output
-    transform and stores; 160 channels = 40 blocks of 4: bands of 20)."""
+    """Weight-heavy single block, 2 lanes: the alpha² GEMMs split over the lanes (grouped), or, ungrouped, bands of
+    output channels (each lane: whole input transform, its band's GEMMs, output transform and stores; 160 channels =
+    40 blocks of 4: bands of 20)."""
     sys.path.insert(0, str(Path(__file__).parent))
     from compute.helpers import assert_close, reference_conv, run_kernel
     from mnnpy.backends.cpu.compute.conv import conv2d_params
@@ -169,7 +169,7 @@ def test_winograd_position_lanes(ic: int, oc: int, hw: int, unit: int, group: in
     conv = make_conv(ic, oc, (3, 3), pads=(1, 1, 1, 1), group=group, relu=True, seed=11)
     x = np.random.default_rng(12).standard_normal((1, ic, hw, hw)).astype(np.float32)
     got, kernel = run_kernel(conv, 12, x, force=f"winograd:{unit}", threads=2)
-    if unit >= 4 and group == 1:
+    if group == 1:
         assert kernel.positions is None and kernel.by_channels and len(kernel.lanes) == 2
         assert [b.oc4 for b in kernel.lanes[1]] == [(0, oc // 8), (oc // 8, oc // 4)]
     else:

@@ -177,8 +177,8 @@ def test_run_lanes_interrupted_wait_still_waits_for_the_lane() -> None:
 def test_im2col_weight_heavy_lanes_split_taps(monkeypatch: pytest.MonkeyPatch, ic: int, oc: int, k: tuple[int, int],
                                               stride: int, hw: int, threads: int, relu6: bool) -> None:
     """A weight-heavy single tile (few pixels, many output channels): each lane gathers a contiguous range of K
-    (taps x channels: kernel rows and taps split where needed) and multiplies its rows of the weights; the partial products are summed. Against float64 direct convolution (summation order differs from 1
-    lane)."""
+    (taps x channels: kernel rows and taps split where needed) and multiplies its rows of the weights; the partial
+    products are summed. Against float64 direct convolution (summation order differs from 1 lane)."""
     from helpers import assert_close, reference_conv
     from mnnpy.backends.cpu.compute.conv import conv2d_params, make_conv2d_kernel
     from mnnpy.backends.cpu.compute.im2col import _k_ranges

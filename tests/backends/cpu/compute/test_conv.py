@@ -199,6 +199,23 @@ def test_im2col_tiles(monkeypatch: pytest.MonkeyPatch, tile_bytes: int, group: i
     assert check(conv, CONV, (3, 6, 9, 7), "im2col") == "im2col"
 
 
+@pytest.mark.parametrize(("n", "rows", "per_tile", "lanes"), [(1, 28, 16, 2), (1, 112, 15, 2), (2, 7, 3, 3),
+                                                             (1, 5, 1, 4), (1, 9, 4, 1)])
+def test_output_tiles_balanced_for_lanes(n: int, rows: int, per_tile: int, lanes: int) -> None:
+    """Bands of rows: as many as the byte limit asks (at most ``per_tile`` rows), rounded up to a multiple of the
+    lanes (at most one per row), sizes within one row of each other, covering every row of every image once."""
+    from mnnpy.core.strategy import output_tiles
+
+    tiles = output_tiles(n, rows, 100, 100 * per_tile, lanes)
+    needed = -(-rows // per_tile)  # bands the byte limit asks for
+    count = min(rows, -(-needed // lanes) * lanes)
+    assert len(tiles) == n * count
+    sizes = [r1 - r0 for _, _, r0, r1 in tiles]
+    assert max(sizes) <= per_tile and max(sizes) - min(sizes) <= 1
+    assert [(i, r) for i0, _, r0, r1 in tiles for i in [i0] for r in range(r0, r1)] == \
+        [(i, r) for i in range(n) for r in range(rows)]
+
+
 @pytest.mark.parametrize(("block_bytes", "group", "unit", "x_shape"),
                          [(1, 1, 2, (2, 6, 9, 8)), (1, 3, 4, (2, 6, 9, 8)), (30000, 1, 2, (3, 6, 5, 4)),
                           (30000, 3, 4, (3, 6, 8, 8)), (1, 1, 4, (1, 6, 8, 8))])
