@@ -184,12 +184,16 @@ class Im2ColKernel(Conv2DKernel):
         return [[(self.packed, i, max(r0, i * oh) - i * oh, min(r0 + step, (i + 1) * oh) - i * oh, 0, ocp)
                  for i in range(r0 // oh, (min(r0 + step, rows) - 1) // oh + 1)] for r0 in range(0, rows, step)]
 
-    def _run_direct(self, lane: int, x: np.ndarray, out: np.ndarray, residual: np.ndarray | None = None,
+    def _run_direct(self, lane: int, x: np.ndarray, out: np.ndarray | None, residual: np.ndarray | None = None,
                     relu: bool = False) -> None:
-        """One lane of the direct 1 x 1 path (``_direct_lanes``): its products from NC4HW4 ``x``, then the store."""
-        products = self.direct[lane]  # type: ignore[index]
-        self.bound_call(("direct", lane, array_place(x)), partial(self._bind_direct, products, x))()
-        for _, i, r0, r1, c0, c1 in products:
+        """One lane of the direct 1 x 1 path (``_direct_lanes``): its products from NC4HW4 ``x``, then (``out`` not
+        None) its stores."""
+        self.bound_call(("direct", lane, array_place(x)), partial(self._bind_direct, self.direct[lane], x))()
+        if out is not None:
+            self._store_direct(lane, out, residual, relu)
+
+    def _store_direct(self, lane: int, out: np.ndarray, residual: np.ndarray | None = None, relu: bool = False) -> None:
+        for _, i, r0, r1, c0, c1 in self.direct[lane]:  # type: ignore[index]
             self._store(out, residual, relu, (slice(i, i + 1), slice(c0 // PACK, c1 // PACK), slice(r0, r1)),
                         self.y[i:i + 1, r0:r1, :, c0:c1].reshape(1, r1 - r0, -1, (c1 - c0) // PACK, PACK))
 
@@ -215,10 +219,15 @@ class Im2ColKernel(Conv2DKernel):
         like ``out``, or ``out`` itself): each tile (channel band) adds it to the rows it stored, then ReLU with
         ``relu`` (a residual Add fused in: ``common.add_residual``)."""
         if self.direct and x is not None and x.flags.c_contiguous:
-            if len(self.direct) == 1:
+            lanes = range(len(self.direct))
+            if len(lanes) == 1:
                 self._run_direct(0, x, out, residual, relu)
+            elif np.may_share_memory(out, x):  # (a fused residual Add's output over x): all reads before any store
+                run_lanes([partial(self._run_direct, lane, x, None) for lane in lanes], self.plan.threads, self.shared)
+                run_lanes([partial(self._store_direct, lane, out, residual, relu) for lane in lanes], self.plan.threads,
+                          self.shared)
             else:
-                run_lanes([partial(self._run_direct, lane, x, out, residual, relu) for lane in range(len(self.direct))],
+                run_lanes([partial(self._run_direct, lane, x, out, residual, relu) for lane in lanes],
                           self.plan.threads, self.shared)
             return
         if self.input_copied_first:
@@ -257,8 +266,8 @@ class Im2ColKernel(Conv2DKernel):
     def input_copied_first(self) -> bool:
         """Whether ``run`` copies all of ``x`` in before it stores any output (else each lane copies the rows of
         its tiles as it goes)."""
-        if self.direct:  # one lane's products read all of x before its stores
-            return len(self.direct) == 1
+        if self.direct:  # all products read x before any store (two hand-offs where ``out`` overlaps x)
+            return True
         return self.bands is not None or len(self.lanes) == 1
 
     @property

@@ -216,7 +216,7 @@ def test_im2col_1x1_reads_nc4hw4_in_place(monkeypatch: pytest.MonkeyPatch, ic: i
     """A 1 x 1 unpadded convolution (channels a multiple of 4) runs the packed GEMM on the NC4HW4 input itself (K as
     C/4 runs of 4 floats, one channel plane apart): lanes split the output rows (across images too), or the output
     channels in whole panels when there are more of them than pixels. Against float64 direct convolution, with a
-    residual Add fused in on the second run."""
+    residual Add fused in on the second run, and then into an output over the input's memory."""
     from helpers import assert_close, reference_conv
     from mnnpy.backends.cpu.compute import packed_gemm
     from mnnpy.backends.cpu.compute.conv import conv2d_params, make_conv2d_kernel
@@ -243,3 +243,15 @@ def test_im2col_1x1_reads_nc4hw4_in_place(monkeypatch: pytest.MonkeyPatch, ic: i
     residual = np.random.default_rng(1).standard_normal(ref.shape).astype(np.float32)
     kernel.run(pack_nc4hw4(x), out, pack_nc4hw4(residual), True)
     assert_close(unpack_nc4hw4(out, oc), np.maximum(ref + residual, 0), rtol=2e-5)
+    # the Add's output over the input (as the arena may place it): every lane's products before any store
+    xp = pack_nc4hw4(x)
+    memory = np.empty(max(xp.size, out.size), dtype=np.float32)
+    x_in, out_in = memory[:xp.size].reshape(xp.shape), memory[:out.size].reshape(out.shape)
+    x_in[...] = xp
+    products = []  # (lane, whether it stored too)
+    run_direct = type(kernel)._run_direct
+    monkeypatch.setattr(kernel, "_run_direct", lambda *a: products.append((a[0], a[2] is not None))
+                        or run_direct(kernel, *a))
+    kernel.run(x_in, out_in, pack_nc4hw4(residual), True)
+    assert_close(unpack_nc4hw4(out_in, oc), np.maximum(ref + residual, 0), rtol=2e-5)
+    assert sorted(products) == ([(lane, False) for lane in range(threads)] if threads > 1 else [(0, True)])
