@@ -185,3 +185,23 @@ def test_a_fork_of_the_users_makes_its_own_worker(resnet18: Path) -> None:
     assert status[0] > 0 and status[1] not in (0, parent_worker)
     np.testing.assert_array_equal(result, want)
     assert _run(interp, session, x) is not None and session.main.lanes.workers[0].pid == parent_worker
+
+
+def test_task_keys_follow_the_memory_not_the_array_object() -> None:
+    """A hand-off's key names arrays by data address, shape and strides (looked up by object, remembered while the
+    array lives): a new view over the same bytes matches, other bytes or another shape do not, and an array's
+    remembered address goes with it (a later array that reuses its id gets its own)."""
+    import gc
+    from functools import partial
+
+    base = np.zeros(64, dtype=np.float32)
+    key = procs.task_key([partial(np.copyto, base[:32], base[32:])])
+    assert procs.task_key([partial(np.copyto, base[:32], base[32:])]) == key  # new views, same memory
+    assert procs.task_key([partial(np.copyto, base[:32], base[31:63])]) != key
+    assert procs.task_key([partial(np.copyto, base[:32].reshape(4, 8), base[32:])]) != key
+    for _ in range(200):  # arrays die and their ids come back: each key still names its own memory
+        a = np.ones(8, dtype=np.float32)
+        assert procs.task_key([partial(np.copyto, a, a)])[0][1][1] == a.__array_interface__["data"][0]
+        del a
+    gc.collect()
+    assert len(procs._ADDRESSES) < 50  # the dead arrays' entries are gone
