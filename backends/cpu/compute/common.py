@@ -233,8 +233,13 @@ def shared_zeros(pool: dict | None, shape: tuple[int, ...], region: tuple[int, .
 def copy_channels(dst: np.ndarray, src: np.ndarray) -> None:
     """``dst[n, h, w, :C] = src`` from NC4HW4 ``src`` ``[N, C4, H, W, 4]`` into an NHWC ``dst`` of C channels (any
     row strides, contiguous pixels), dropping the padded lanes: per channel block one copy of whole 4*l-byte runs
-    (a 3-channel image: 12-byte elements, 2x faster than a copy with an inner loop of 3 floats)."""
+    (a 3-channel image: 12-byte elements, 2x faster than a copy with an inner loop of 3 floats). An NCHW ``src``
+    ``[N, C, H, W]`` (a model's input, not packed first: ``Convolution.fuse_after``) goes channel by channel."""
     c = dst.shape[-1]
+    if src.ndim == 4:  # [1, 3, 224, 224]: 0.048 ms, against 0.21 to pack it to NC4HW4 and copy that
+        for j in range(c):
+            np.copyto(dst[..., j], src[:, j])
+        return
     for j in range(src.shape[1]):
         lanes = min(PACK, c - PACK * j)
         d, s = dst[..., PACK * j: PACK * j + lanes], src[:, j, ..., :lanes]

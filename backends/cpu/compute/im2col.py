@@ -218,7 +218,7 @@ class Im2ColKernel(Conv2DKernel):
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out`` (tiles claimed by ``numThread`` lanes). ``residual`` (NC4HW4
         like ``out``, or ``out`` itself): each tile (channel band) adds it to the rows it stored, then ReLU with
         ``relu`` (a residual Add fused in: ``common.add_residual``)."""
-        if self.direct and x is not None and x.flags.c_contiguous:
+        if self.direct and x is not None and x.ndim == 5 and x.flags.c_contiguous:
             lanes = range(len(self.direct))
             if len(lanes) == 1:
                 self._run_direct(0, x, out, residual, relu)
@@ -269,6 +269,12 @@ class Im2ColKernel(Conv2DKernel):
         if self.direct:  # all products read x before any store (two hand-offs where ``out`` overlaps x)
             return True
         return self.bands is not None or len(self.lanes) == 1
+
+    @property
+    def reads_nchw(self) -> bool:
+        """Whether ``run`` also takes an NCHW ``x`` [N, C, H, W] (a C-channel buffer, copied channel by channel:
+        ``common.copy_channels``; tiles, with lanes or not)."""
+        return self.fold_bias and self.bands is None and not self.direct
 
     @property
     def chains(self) -> bool:

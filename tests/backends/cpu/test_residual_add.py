@@ -2,7 +2,7 @@
 the residual to the rows they store (then the Add's ReLU), into the Add's output. Checked against onnxruntime and
 the same session's plain (callback) run: Winograd pairs (the second convolution already chained), im2col, a strided
 1x1 shortcut, one and two lanes, batch 2, with and without the ReLU; and where it must not fuse (channels that are
-not a multiple of 4)."""
+not a multiple of 4). Also the other pair a ResNet fuses: the input's NCHW -> NC4HW4 raster into the stem."""
 
 from __future__ import annotations
 
@@ -86,3 +86,32 @@ def test_no_residual_fusion_for_a_channel_tail(tmp_path: Path) -> None:
     fast, plain, session = fused_and_plain(src, x, "im2col", 1)
     assert not _fused_add(session)
     check_against_ort(src, x, fast, plain)
+
+
+@pytest.mark.parametrize(("threads", "batch", "channels"), [(1, 1, 3), (2, 1, 3), (2, 2, 1)])
+def test_input_pack_fused_into_the_stem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threads: int, batch: int,
+                                        channels: int) -> None:
+    """The model input's NCHW -> NC4HW4 raster before a stem of few channels (the im2col kernel's C-channel buffer):
+    the stem copies from the NCHW input itself and the raster does nothing (`Convolution.fuse_after`); one and two
+    lanes (each lane copies its rows), batch 2; against onnxruntime and the plain run."""
+    from mnnpy.backends.cpu.compute import blas
+    from mnnpy.backends.cpu.ops.conv import _nothing
+    from mnnpy.converter import convert
+
+    if threads > 1:
+        monkeypatch.setattr(blas, "LANE_MIN_FLOPS", 1.0)
+    rng = np.random.default_rng(channels)
+    w = nh.from_array(rng.standard_normal((8, channels, 7, 7)).astype(np.float32), "w")
+    b = nh.from_array(rng.standard_normal(8).astype(np.float32), "b")
+    nodes = [h.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[7, 7], pads=[3, 3, 3, 3], strides=[2, 2]),
+             h.make_node("Relu", ["c"], ["y"])]
+    graph = h.make_graph(nodes, "stem", [h.make_tensor_value_info("x", T.FLOAT, [batch, channels, 30, 30])],
+                         [h.make_tensor_value_info("y", T.FLOAT, [batch, 8, 15, 15])], [w, b])
+    src = tmp_path / "stem.onnx"
+    onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 13)]), str(src))
+    convert(str(src), str(src.with_suffix(".mnn")))
+    x = rng.standard_normal((batch, channels, 30, 30)).astype(np.float32)
+    fast, plain, session = fused_and_plain(src, x, "im2col", threads)
+    check_against_ort(src, x, fast, plain)
+    fused = session.scheduler.fused  # type: ignore[attr-defined]
+    assert [fused.get(id(c)) is _nothing for c in session.commands][:2] == [True, False]  # type: ignore[attr-defined]
