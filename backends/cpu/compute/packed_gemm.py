@@ -105,7 +105,9 @@ def _compile() -> Any:
         path = None if cache is None else cache / f"packed_gemm-{key}.so"
         if path is not None and path.exists():
             with contextlib.suppress(OSError):
-                return _loaded(ctypes.CDLL(str(path)), vw, mr, f"cached {path.name}")
+                fn = _loaded(ctypes.CDLL(str(path)), vw, mr, f"cached {path.name}")
+                os.utime(path)  # in use: the newest, kept by _prune
+                return fn
         fn = _jit(ir, vw, mr, path)
         if fn is not None:
             return fn
@@ -149,6 +151,7 @@ def _jit(ir: str | None, vw: int, mr: int, path: Path | None) -> Any:
     if path is not None:
         with contextlib.suppress(OSError, subprocess.SubprocessError):
             _link(machine.emit_object(module), path)
+            _prune(path.parent)
             return _loaded(ctypes.CDLL(str(path)), vw, mr, f"compiled to {path.name}")
     engine = llvm.create_mcjit_compiler(module, machine)
     engine.finalize_object()
@@ -172,6 +175,18 @@ def _link(obj: bytes, path: Path) -> None:
         subprocess.run([linker, "-shared", "-nostdlib", "-o", str(out), str(src)], check=True, capture_output=True,
                        timeout=60)
         os.replace(out, path)
+
+
+KEEP_BUILDS = 4  # shared objects kept in the cache directory (other versions' kernels; each ~15-20 KB)
+
+
+def _prune(cache: Path) -> None:
+    """Delete all but the KEEP_BUILDS most recently used ``packed_gemm-*.so`` in ``cache`` (every change to the
+    kernels' IR builds a new one; a load marks its file used). Only files of that name pattern, ours."""
+    with contextlib.suppress(OSError):
+        builds = sorted(cache.glob("packed_gemm-*.so"), key=lambda f: f.stat().st_mtime, reverse=True)
+        for old in builds[KEEP_BUILDS:]:
+            old.unlink(missing_ok=True)
 
 
 def _cpu_flags() -> tuple[str, set[str]] | None:

@@ -125,10 +125,25 @@ def _probe(cache: Path) -> str:
 
 
 def test_a_fresh_process_loads_the_cached_kernel(tmp_path: Path) -> None:
+    from mnnpy.backends.cpu.compute import packed_gemm
+
+    stale = []  # other versions' builds: all but the most recently used are pruned when a new one is linked
+    for k in range(packed_gemm.KEEP_BUILDS + 2):
+        stale.append(tmp_path / f"packed_gemm-old{k}.so")
+        stale[-1].write_bytes(b"old")
+        os.utime(stale[-1], (1e9 + k, 1e9 + k))
+    other = tmp_path / "packed_gemm-notes.txt"  # not a build: left alone
+    other.write_text("mine")
     first = _probe(tmp_path)
-    built = list(tmp_path.glob("packed_gemm-*.so"))
     if "compiled in memory" in first:
         pytest.skip(f"no linker here: the kernel stays in memory ({first.strip()})")
+    assert sorted(f.name for f in tmp_path.glob("packed_gemm-old*.so")) == \
+        [f.name for f in stale[-(packed_gemm.KEEP_BUILDS - 1):]]
+    assert other.read_text() == "mine"
+    for f in stale:
+        f.unlink(missing_ok=True)
+    built = list(tmp_path.glob("packed_gemm-*.so"))
+    built = list(tmp_path.glob("packed_gemm-*.so"))
     assert len(built) == 1 and "compiled to" in first
     assert "cached" in _probe(tmp_path)
     built[0].write_bytes(b"not a shared object")
