@@ -61,6 +61,7 @@ BLOCK_BYTES = WINOGRAD_BLOCK_BYTES
 # gathered: they are then read from L2, not L3/DRAM) at one lane too; lanes always do. The UNet block's 17 MB input:
 # 0.936x the run time (in-process A/B); ResNet-18's inputs (<= 0.9 MB) stay in cache either way: neutral.
 ROW_COPY_FROM = 4 << 20
+BAND_PHASES = True  # channel bands in two phases (see WinogradKernel.__init__)
 _ORDER = (2, 5, 3, 0, 4, 1)  # [u, u, n, th, tw, oc4] -> [n, oc4, th, u, tw, u]
 
 
@@ -174,8 +175,31 @@ class WinogradKernel(Conv2DKernel):
                                            self.bias_position, (b0, b1), self.weights[i], band_bias[i])
                                for blk, i in items for b0, b1 in [bands[i]]])
         self.blocks = self.lanes[0]
+        # Channel bands of one image's block run in two phases: the lanes first transform the input by ranges of
+        # tile rows (each copying the input rows its tiles read) into lane 0's V, then each runs its bands' GEMMs
+        # from that V, the output transform and the stores. One more hand-off, but the input side no longer runs
+        # serially before the lanes (the copy) and again on every lane (the transform). ResNet-18 at 2 threads: see
+        # tools/PERF.md, fifteenth session.
+        self.phases: list[tuple] | None = None
+        if BAND_PHASES and self.by_channels and n == 1 and len(blocks) == 1 and len(self.lanes) > 1:
+            v = self.lanes[0][0].v_groups
+            self.lanes = [[b._replace(v_groups=v) for b in lane] for lane in self.lanes]
+            self.blocks = self.lanes[0]
+            self._make_phases(windows)
         self._stores: dict[tuple, list[list[list[tuple[np.ndarray, np.ndarray]]]]] = {}  # see _stores_for
         COUNTERS["weight_transforms"] += 1
+
+    def _make_phases(self, windows: np.ndarray) -> None:
+        """The first phase's parts (``__init__``): per range of tile rows its input rows, gather and transform views
+        on lane 0's first block (a single block at tile row 0)."""
+        b, tw = self.blocks[0], self.tiles[2]
+        cp, k, u, (pt, h) = self.xp.shape[3], self.params.kernel[0], self.unit, (self.params.pads[0], self.in_shape[2])
+        self.phases = []
+        for r0, r1 in _bands(self.tiles[1], len(self.lanes)):
+            x0, x1 = r0 * tw * cp, r1 * tw * cp
+            self.phases.append((input_rows((0, 1), (r0 * u, r1 * u + k - 1), pt, h),
+                                runs(b.d[:, :, :, r0:r1], windows[:, :, 0:1, r0:r1]),
+                                (b.d_mat[..., x0:x1], b.e[..., x0:x1]), (b.e_3d[..., x0:x1], b.v[..., x0:x1])))
 
     @staticmethod
     def _block(scratch: dict[str, np.ndarray], windows: np.ndarray, blk: tuple[int, int, int, int],
@@ -243,6 +267,8 @@ class WinogradKernel(Conv2DKernel):
         self.lanes = [[b._replace(gather=runs(b.d, windows[:, :, b.rows[0]:b.rows[1], r0:r0 + b.d.shape[3]]))
                        for b in lane for r0 in [b.rows[2] // self.unit]] for lane in self.lanes]
         self.blocks = self.lanes[0]
+        if self.phases is not None:
+            self._make_phases(windows)
         return self.xp[:, pt:pt + h, pl:pl + w]
 
     def run(self, x: np.ndarray | None, out: np.ndarray, residual: np.ndarray | None = None,
@@ -251,10 +277,16 @@ class WinogradKernel(Conv2DKernel):
         NHWC [N, OH, OW, OCp] view (a chained consumer's ``chain_input``). ``x`` None: the zero-bordered input holds
         it already (a chained producer wrote it). ``residual`` (NC4HW4 like ``out``, or ``out`` itself): each block
         adds it to the rows it stored, then ReLU with ``relu`` (a residual Add fused in: ``common.add_residual``)."""
+        stores = self._stores_for(out, residual, relu)
+        if self.phases is not None:
+            run_lanes([partial(self._transform_part, part, x) for part in self.phases], self.plan.threads, self.shared)
+            claim = new_claim()
+            run_lanes([partial(self._run_blocks, lane, stores[i], claim, None, True)
+                       for i, lane in enumerate(self.lanes)], self.plan.threads, self.shared)
+            return
         split = x is not None and not self.input_copied_first
         if not split and x is not None:
             copy_pixels(self.interior, x, (0, 2, 3, 1))
-        stores = self._stores_for(out, residual, relu)
         if self.positions is None:
             claim = new_claim()
             run_lanes([partial(self._run_blocks, lane, stores[i], claim, x if split else None)
@@ -328,11 +360,22 @@ class WinogradKernel(Conv2DKernel):
         else:
             np.matmul(b.v_groups[p0:p1], b.weight[p0:p1], out=b.m_groups[p0:p1])
 
+    def _transform_part(self, part: tuple, x: np.ndarray | None) -> None:
+        """One lane's share of the first phase (``_make_phases``): with ``x``, copy the input rows its tiles read,
+        then gather them and transform them into lane 0's V."""
+        rows, gather, (d, e), (e3, v) = part
+        if x is not None:
+            copy_input_rows(self.interior, x, rows)
+        np.copyto(*gather)
+        np.matmul(self.bt, d, out=e)
+        np.matmul(self.bt, e3, out=v)
+
     def _run_blocks(self, blocks: list[_Block], stores: list[list[tuple[np.ndarray, np.ndarray]]],
-                    claim: Callable[[], int], x: np.ndarray | None = None) -> None:
+                    claim: Callable[[], int], x: np.ndarray | None = None, transformed_in: bool = False) -> None:
         """Claim the next unclaimed block until none is left (the blocks are views on this lane's scratch); with
-        ``x``, copy the input rows each block reads first (lanes: the input copy runs in parallel too)."""
-        transformed = None  # channel bands of one block: V stays in this lane's scratch (the output side reuses M)
+        ``x``, copy the input rows each block reads first (lanes: the input copy runs in parallel too).
+        ``transformed_in``: V holds the input transformed already (the two phases)."""
+        transformed = blocks[0].rows if transformed_in else None  # channel bands of one block: V is kept
         while (k := claim()) < len(blocks):
             b = blocks[k]
             if x is not None:
