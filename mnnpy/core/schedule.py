@@ -243,8 +243,9 @@ class Scheduler:
             b.on_resize_done()
 
     def _fuse(self, pinned: set[int], alias: dict[int, int]) -> dict[int, Callable[[], None]]:
-        """Callback-free runs for chains producer -> command -> consumer (`Execution.fuse_between`), then for pairs
-        producer -> command (`Execution.fuse_after`) among the commands left, keyed by
+        """Callback-free runs for a layout copy feeding one command (`Execution.feeds_one`), then for chains
+        producer -> command -> consumer (`Execution.fuse_between`), then for pairs producer -> command
+        (`Execution.fuse_after`) among the commands left, keyed by
         ``id(command)``: three consecutive commands (nothing runs between them, so a chain may keep its links in
         scratch shared with other kernels), each link's memory (a tensor and the aliased copies sharing its bytes)
         with one writer and one reader in the run list and neither a constant nor pinned (graph input/output,
@@ -256,7 +257,29 @@ class Scheduler:
                 writer[alias.get(o, o)] = cmd
             for i in cmd.inputs:
                 readers.setdefault(alias.get(i, i), []).append(cmd)
+        writers = Counter(alias.get(o, o) for cmd in self.commands for o in cmd.outputs)
+
+        def pair(producer: Command, cmd: Command) -> bool:
+            """Whether ``producer`` -> ``cmd`` may run fused: the link is the producer's one output, written once,
+            read by ``cmd`` alone (once), neither pinned nor constant, on one backend."""
+            if len(producer.outputs) != 1 or producer.execution is None or cmd.execution is None \
+                    or producer.execution.backend is not cmd.execution.backend:
+                return False
+            link = alias.get(producer.outputs[0], producer.outputs[0])
+            after = readers.get(link, [])
+            return link not in pinned and not self.ref(link).const and writers[link] == 1 and len(after) == 1 \
+                and after[0] is cmd and [alias.get(i, i) for i in cmd.inputs].count(link) == 1
+
         runs: dict[int, Callable[[], None]] = {}
+        # First the layout copies that only feed one command its input (the model input's NCHW -> NC4HW4 pack into a
+        # stem, `Execution.feeds_one`): the command then reads the copy's source itself, also as a chain's producer.
+        fed: set[int] = set()
+        for producer, cmd in itertools.pairwise(self.commands):
+            if getattr(producer.execution, "feeds_one", False) and pair(producer, cmd):
+                calls = cmd.execution.fuse_after(producer.execution)
+                if calls is not None:
+                    runs.update(zip((id(producer), id(cmd)), calls, strict=True))
+                    fed.add(id(cmd))
         for k, cmd in enumerate(self.commands):
             if len(cmd.inputs) != 1 or len(cmd.outputs) != 1 or not 0 < k < len(self.commands) - 1:
                 continue
@@ -270,21 +293,16 @@ class Scheduler:
             chain = (producer, cmd, consumer)
             if self.commands[k - 1] is not producer or self.commands[k + 1] is not consumer:
                 continue
-            if [alias.get(i, i) for i in consumer.inputs].count(dst) != 1 or any(id(c) in runs for c in chain) \
+            if [alias.get(i, i) for i in consumer.inputs].count(dst) != 1 \
+                    or any(id(c) in runs and id(c) not in fed for c in chain) \
                     or any(c.execution is None or c.execution.backend is not cmd.execution.backend for c in chain):
                 continue
             calls = cmd.execution.fuse_between(producer.execution, consumer.execution)
             if calls is not None:
                 runs.update(zip((id(c) for c in chain), calls, strict=True))
-        writers = Counter(alias.get(o, o) for cmd in self.commands for o in cmd.outputs)
+                fed.discard(id(producer))  # (the chain's run reads the fed producer's source too)
         for producer, cmd in itertools.pairwise(self.commands):  # pairs (`Execution.fuse_after[_chain]`)
-            if len(producer.outputs) != 1 or id(cmd) in runs:
-                continue
-            link = alias.get(producer.outputs[0], producer.outputs[0])
-            after = readers.get(link, [])
-            if link in pinned or self.ref(link).const or writers[link] != 1 or len(after) != 1 or after[0] is not cmd \
-                    or [alias.get(i, i) for i in cmd.inputs].count(link) != 1 or producer.execution is None \
-                    or cmd.execution is None or producer.execution.backend is not cmd.execution.backend:
+            if id(cmd) in runs or not pair(producer, cmd):
                 continue
             # a producer that ends a chain already (ResNet's second Winograd convolution of a block, then its Add)
             chained = id(producer) in runs

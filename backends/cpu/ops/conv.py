@@ -66,7 +66,8 @@ def _chain_calls(first: Any, middle: Any, second: Any, x: np.ndarray, out: np.nd
 
 
 def _nothing() -> None:
-    """The run of a command whose work a chain's lanes did (``Convolution._lane_chains``)."""
+    """The run of a command whose work another's run did (a chain's lanes: ``Convolution._lane_chains``; an input
+    pack the stem copies from itself: ``Convolution.fuse_after``)."""
 
 
 @cpu_kernel(OT.Convolution, OT.ConvolutionDepthwise, OT.Deconvolution, OT.DeconvolutionDepthwise,
@@ -183,7 +184,7 @@ class Convolution(CPUExecution):
         shape = self.kernel.in_shape
         params = conv2d_params(self.params, self.op.type, shape)
         middle = DepthwiseKernel(params, self.kernel.plan, shape, *conv_weights(self.params, params), chain=pool)
-        return _chain_calls(first, middle, second, producer.x_view, consumer.y_view, params.stride[1])
+        return _chain_calls(first, middle, second, _source(producer), consumer.y_view, params.stride[1])
 
     def _linked(self, producer: Any, consumer: Any) -> bool:
         """Whether the producer writes this convolution's input and the consumer reads its output (two convolutions
@@ -261,11 +262,11 @@ class Convolution(CPUExecution):
                 elif isinstance(sub, Im2ColKernel) and sub.weight.shape == full.weight.shape \
                         and sub.fold_bias == full.fold_bias:
                     sub.weight, sub.packed = full.weight, full.packed
-            produce, run_middle, last = _chain_calls(expand, middle, project, producer.x_view[:, :, rows[0]:rows[1]],
+            produce, run_middle, last = _chain_calls(expand, middle, project, _source(producer)[:, :, rows[0]:rows[1]],
                                                      consumer.y_view[:, :, r0:r1], sw)
             heads.append(partial(_in_turn, (produce, run_middle)))
             tails.append(last)
-        if np.may_share_memory(producer.x_view, consumer.y_view):
+        if np.may_share_memory(_source(producer), consumer.y_view):
             return [partial(run_lanes, heads, lanes, True), partial(run_lanes, tails, lanes, True), _nothing]
         return [partial(run_lanes, [partial(_in_turn, pair) for pair in zip(heads, tails, strict=True)], lanes, True),
                 _nothing, _nothing]
@@ -353,5 +354,7 @@ class Convolution(CPUExecution):
         return info
 
 
-def _nothing() -> None:
-    """A fused producer's run when its consumer does its work."""
+def _source(conv: Any) -> np.ndarray:
+    """What a convolution's run reads: its NC4HW4 input, or the NCHW array an input pack fused into it copies from
+    (``Convolution.fuse_after``)."""
+    return conv.x_view if getattr(conv, "nchw_fed", None) is None else conv.nchw_fed

@@ -65,6 +65,8 @@ class Raster(CPUExecution):
         y = self.y
         self.mode = self._mode()
         self.algorithm = f"raster-{self.mode}"
+        # a whole-tensor NCHW -> NC4HW4 pack: its consumer may read the source itself (`Convolution.fuse_after`)
+        self.feeds_one = self.mode == "pack"
         if self.mode != "regions":
             return
         self.src_tmp = []

@@ -159,7 +159,8 @@ def test_expand_writes_the_padded_input_itself(tmp_path: Path, stride: int, hw: 
 def test_stem_chains_and_matches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threads: int, keep_input: bool,
                                  hw: int, cpu_impl: str) -> None:
     """MobileNetV2's first block: the 3x3 / 2 stem (im2col) -> depthwise -> project; with lanes, each lane's stem
-    convolves the input rows its band needs (its pads cut where the band is inside the image)."""
+    convolves the input rows its band needs (its pads cut where the band is inside the image). On the model input
+    the stem copies from the NCHW input itself (the input pack's run does nothing)."""
     from mnnpy.backends.cpu.ops import conv
 
     monkeypatch.setattr(conv, "CHAIN_LANE_MIN_FLOPS", 1.0)
@@ -167,8 +168,9 @@ def test_stem_chains_and_matches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     x = np.random.default_rng(8).standard_normal((1, 3, 2 * hw, 2 * hw)).astype(np.float32)
     fast, plain, session = _run(src, x, threads=threads)
     chained = [cmd for cmd in session.commands if id(cmd) in session.scheduler.fused]
-    assert [c.op_type for c in chained] == [12, 13, 12] and chained[0].info["algorithm"] == "im2col"
-    run = session.scheduler.fused[id(chained[0])]
+    assert [c.op_type for c in chained] == ([] if keep_input else [128]) + [12, 13, 12]  # (128: the input's Raster)
+    assert chained[-3].info["algorithm"] == "im2col"
+    run = session.scheduler.fused[id(chained[-3])]
     assert (getattr(run, "func", None) is not None and run.func.__name__ == "run_lanes") == (threads > 1)
     want = _onnxruntime(src, x)
     assert np.abs(fast - want).max() <= 1e-5 * max(float(np.abs(want).max()), 1.0)
