@@ -293,12 +293,17 @@ def test_pack_into_lanes(shape: tuple[int, ...]) -> None:
 @pytest.mark.parametrize("spatial", [(7, 7), (1, 1), (5, 3), (2, 3, 5)])
 @pytest.mark.parametrize("is_max", [True, False])
 def test_global_pool(spatial: tuple[int, ...], is_max: bool) -> None:
-    """The einsum mean and the halving max tree equal numpy's reductions (odd, even, single-element extents)."""
+    """The batched-matmul mean and the halving max tree equal numpy's reductions (odd, even, single-element
+    extents), and an inf / NaN stays in its own channel (the mean's products are per 4-channel block)."""
     from mnnpy.backends.cpu.compute.global_pool import GlobalPool
 
     x = np.random.default_rng(len(spatial)).standard_normal((2, 3, *spatial, 4)).astype(np.float32)
+    x[1, 2, ..., 1].flat[0] = np.inf
+    x[0, 1, ..., 3].flat[-1] = np.nan
     axes = tuple(range(2, 2 + len(spatial)))
     y = np.full((2, 3, *(1,) * len(spatial), 4), np.nan, np.float32)
     GlobalPool(x.shape, x.dtype, is_max).run(x, y)
     want = x.max(axis=axes, keepdims=True) if is_max else x.mean(axis=axes, dtype=np.float64, keepdims=True)
     np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
+    assert np.isnan(y[0, 1, ..., 3]).all() and (y[1, 2, ..., 1] == np.inf).all()
+    assert np.isfinite(np.delete(y.reshape(6, 4), [7, 21]).astype(np.float64)).all()
