@@ -6,11 +6,13 @@ is also the on-disk cache's key, so any change here builds a new shared object.
 
 from __future__ import annotations
 
-# The whole tiles prefetch the weights' panel rows this many k steps ahead (into L1; past the panel's end that is the
-# next panel, which follows in memory). The weight-heavy GEMMs (few rows: deep Winograd layers) stream their weights
-# from DRAM once per run, and one core's hardware prefetching left them at ~10 GB/s: ResNet-18's 512ch 7² band GEMM
-# cold 0.74 -> 0.69 ms; whole model, sessions with and without it (paired, 60 rounds): 0.987 at 2 threads, 0.988 at
-# 1; 32 and 128 rows ahead measured the same as 64; MobileNetV2, BERT-4L and the UNet block within noise (0.99-1.01).
+# Every tile prefetches the weights' panel rows this many k steps ahead (into L1; past the panel's end that is the
+# next panel, which follows in memory). The weight-heavy GEMMs (few rows: deep Winograd layers, a classifier's GEMV)
+# stream their weights from DRAM once per run, and one core's hardware prefetching left them at ~10 GB/s: ResNet-18's
+# 512ch 7² band GEMM cold 0.74 -> 0.69 ms, MobileNetV2's [1, 1280] x [1280, 1000] GEMV 0.18-0.22 -> 0.15-0.16 ms.
+# Whole models, sessions with and without (paired, 60 rounds): in the whole tiles, ResNet-18 0.987 at 2 threads and
+# 0.988 at 1, MobileNetV2 0.97-0.99, BERT-4L and the UNet block within noise; then also in the remainder and one-row
+# tiles: ResNet-18 0.977, MobileNetV2 0.981. 32 and 128 rows ahead measured the same as 64.
 B_PREFETCH_ROWS = 64
 B_PREFETCH_LOCALITY = 3
 
@@ -213,7 +215,7 @@ def gemm_ir(vw: int, mr: int) -> str:
             lines += [f"  %bkh_{tag}{h} = add i64 %bk_{tag}, {h * vw}",
                       f"  %bptr_{tag}{h} = getelementptr float, ptr %bp, i64 %bkh_{tag}{h}",
                       f"  %b_{tag}{h} = load {v}, ptr %bptr_{tag}{h}, align 4"]
-            if tag == "m" and B_PREFETCH_ROWS:
+            if B_PREFETCH_ROWS:
                 lines += [f"  %pf_{tag}{h} = getelementptr float, ptr %bptr_{tag}{h}, i64 {B_PREFETCH_ROWS * nr}",
                           f"  call void @llvm.prefetch.p0(ptr %pf_{tag}{h}, i32 0, i32 {B_PREFETCH_LOCALITY}, i32 1)"]
         for r in range(rows):
