@@ -235,12 +235,17 @@ class Im2ColKernel(Conv2DKernel):
         if self.tap_lanes is not None:
             run_lanes([partial(self._run_taps, *lane) for lane in self.tap_lanes], self.plan.threads, self.shared)
             _, _, y_rows, _, (n0, n1, r0, r1, y_tile, y_pixels) = self.steps[0]
+            region = (slice(n0, n1), slice(None), slice(r0, r1))
+            if self.packed is not None and len(self.tap_lanes) == 2:  # (lane 0's product has the bias)
+                # the partials' sum, the activation, the layout and the residual in one compiled pass
+                self._store(out, residual, relu, region, y_pixels, self.tap_lanes[1][2], self.bounds)
+                return
             for lane in self.tap_lanes[1:]:
                 np.add(y_rows, lane[2], out=y_rows)
             if self.packed is None:  # (the packed GEMM added it to lane 0's product)
                 self._add_bias(y_tile)
             self._activate(y_tile)
-            self._store(out, residual, relu, (slice(n0, n1), slice(None), slice(r0, r1)), y_pixels)
+            self._store(out, residual, relu, region, y_pixels)
             return
         if self.bands is not None:
             np.copyto(*self.steps[0][0])
@@ -254,13 +259,37 @@ class Im2ColKernel(Conv2DKernel):
         run_lanes([partial(self._run_steps, lane, out, claim, x, residual, relu) for lane in self.lanes],
                   self.plan.threads, self.shared)
 
+    def _store(self, out: np.ndarray, residual: np.ndarray | None, relu: bool, region: tuple[slice, ...],
+               y_pixels: np.ndarray, y2: np.ndarray | None = None, clamp: tuple[float, float] | None = None) -> None:
+        """NHWC ``y_pixels`` [N, R, W, B, 4] into ``region`` of NC4HW4 ``out``, plus ``residual`` there (then ReLU)
+        if given: one compiled pass (``packed_gemm.bind_store_nc4``, bound once per arrays) where it runs, which
+        can also add ``y2`` (a second partial product, [N * R * W, 4B] rows like ``y_pixels``'s) and clamp to
+        ``clamp`` first (only given with the compiled store); else numpy's copy, add and clip."""
+        dst, res = out[region], None if residual is None else residual[region]
+        if packed_gemm.available():
+            y = y_pixels.reshape(*y_pixels.shape[:3], -1)
+            key = ("store", array_place(dst), array_place(y), res is not None and array_place(res), relu,
+                   y2 is not None and array_place(y2), clamp)
+            call = self._calls.get(key)
+            if call is None:
+                call = self._calls[key] = packed_gemm.bind_store_nc4(
+                    y, dst, None if y2 is None else y2.reshape(y.shape), res, clamp or (-np.inf, np.inf),
+                    (0.0 if relu else -np.inf, np.inf)) or partial(self._store_numpy, dst, res, relu, y_pixels, y2,
+                                                                    clamp)
+            call()
+            return
+        self._store_numpy(dst, res, relu, y_pixels)
+
     @staticmethod
-    def _store(out: np.ndarray, residual: np.ndarray | None, relu: bool, region: tuple[slice, ...],
-               y_pixels: np.ndarray) -> None:
-        """NHWC ``y_pixels`` into ``region`` of NC4HW4 ``out``, plus ``residual`` there (then ReLU) if given."""
-        copy_pixels(out[region], y_pixels, (0, 3, 1, 2))
-        if residual is not None:
-            add_residual(out[region], residual[region], relu)
+    def _store_numpy(dst: np.ndarray, res: np.ndarray | None, relu: bool, y_pixels: np.ndarray,
+                     y2: np.ndarray | None = None, clamp: tuple[float, float] | None = None) -> None:
+        if y2 is not None:
+            np.add(y_pixels, y2.reshape(y_pixels.shape), out=y_pixels)
+        if clamp is not None:
+            np.clip(y_pixels, *clamp, out=y_pixels)
+        copy_pixels(dst, y_pixels, (0, 3, 1, 2))
+        if res is not None:
+            add_residual(dst, res, relu)
 
     @property
     def input_copied_first(self) -> bool:

@@ -56,6 +56,9 @@ _LOCK = threading.Lock()
 # depthwise3x3(X, pstride, rstride, W, B, O, orow, OW, Cp, sh, dh, r0, r1, p1, c1, p2, c2, lo, hi, images, ximg, oimg)
 _DW_ARGS = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
             *[ctypes.c_int64] * 11, ctypes.c_float, ctypes.c_float, *[ctypes.c_int64] * 3]
+# store_nc4(Y, ldy, Y2, O, oplane, R, rplane, pixels, blocks, images, yimg, oimg, rimg, lo, hi, rlo, rhi)
+_STORE_ARGS = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+               *[ctypes.c_int64] * 7, *[ctypes.c_float] * 4]
 # packed_gemm(A, lda, B, panel, C, ldc, M, K, N, bias, lo, hi, batch, a_step, b_step, c_step, mc, nseg, seglen,
 # segstride): see ``llvm_ir.gemm_ir``
 _ARGS = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
@@ -119,7 +122,9 @@ def _loaded(lib: ctypes.CDLL, vw: int, mr: int, origin: str) -> Any:
     pool.restype, pool.argtypes = None, [ctypes.c_void_p, ctypes.c_void_p] + [ctypes.c_int64] * 13
     dw = lib.depthwise3x3
     dw.restype, dw.argtypes = None, _DW_ARGS
-    _STATE.update(lib=lib, vw=vw, mr=mr, nr=2 * vw, origin=origin, pool=pool, dw=dw)
+    store = lib.store_nc4
+    store.restype, store.argtypes = None, _STORE_ARGS
+    _STATE.update(lib=lib, vw=vw, mr=mr, nr=2 * vw, origin=origin, pool=pool, dw=dw, store=store)
     fn = lib.packed_gemm
     fn.restype = None
     fn.argtypes = _ARGS
@@ -158,7 +163,9 @@ def _jit(ir: str | None, vw: int, mr: int, path: Path | None) -> Any:
     pool = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, *[ctypes.c_int64] * 13)(
         engine.get_function_address("max_pool4"))
     dw = ctypes.CFUNCTYPE(None, *_DW_ARGS)(engine.get_function_address("depthwise3x3"))
-    _STATE.update(engine=engine, vw=vw, mr=mr, nr=2 * vw, origin="compiled in memory", pool=pool, dw=dw)
+    store = ctypes.CFUNCTYPE(None, *_STORE_ARGS)(engine.get_function_address("store_nc4"))
+    _STATE.update(engine=engine, vw=vw, mr=mr, nr=2 * vw, origin="compiled in memory", pool=pool, dw=dw,
+                  store=store)
     return ctypes.CFUNCTYPE(None, *_ARGS)(engine.get_function_address("packed_gemm"))
 
 
@@ -288,6 +295,29 @@ def bind_depthwise3x3(phases: np.ndarray, weights: np.ndarray, bias: np.ndarray,
     args = (_address(phases), n * hp * wq * cp, wq * cp, _address(weights), _address(bias), _address(out), ow * cp,
             ow, cp, sh, dh, r0, r1, p1, c1, p2, c2, clamp[0], clamp[1], n, hp * wq * cp, oh * ow * cp)
     return _foreign_call(_STATE["dw"], args, arrays)
+
+
+def bind_store_nc4(y: np.ndarray, out: np.ndarray, y2: np.ndarray | None = None, residual: np.ndarray | None = None,
+                   clamp: tuple[float, float] = (-np.inf, np.inf), rclamp: tuple[float, float] = (-np.inf, np.inf)
+                   ) -> Callable[[], None] | None:
+    """NHWC ``y`` [N, R, W, 4B] (+ ``y2``, the same shape and strides), clamped, into the NC4HW4 region ``out``
+    [N, B, R, W, 4] (+ ``residual``, shaped like ``out``, clamped again) as one foreign call (``store_nc4`` in
+    ``llvm_ir``) checked once here; None where the layouts do not fit (each image's rows of pixels contiguous)."""
+    n, rows, w, ch = y.shape
+    blocks = ch // 4
+    arrays = [a for a in (y, y2, out, residual) if a is not None]
+    if any(a.dtype != np.float32 or min(a.strides) < 0 for a in arrays) or ch % 4 \
+            or out.shape != (n, blocks, rows, w, 4) \
+            or (y2 is not None and (y2.shape, y2.strides) != (y.shape, y.strides)) \
+            or (residual is not None and residual.shape != out.shape) or not out.flags.writeable \
+            or y.strides[3] != 4 or y.strides[1] != w * y.strides[2] \
+            or any(a.strides[2:] != (w * 16, 16, 4) for a in (out, residual) if a is not None):
+        return None
+    args = (_address(y), y.strides[2] // 4, 0 if y2 is None else _address(y2), _address(out), out.strides[1] // 4,
+            0 if residual is None else _address(residual), 0 if residual is None else residual.strides[1] // 4,
+            rows * w, blocks, n, y.strides[0] // 4, out.strides[0] // 4,
+            0 if residual is None else residual.strides[0] // 4, *clamp, *rclamp)
+    return _foreign_call(_STATE["store"], args, tuple(arrays))
 
 
 def panel_width() -> int:

@@ -217,3 +217,28 @@ def test_max_pool_kernel(shape: tuple[int, ...], window: tuple[int, ...], pads: 
     assert np.isnan(y).any()
     with pytest.raises(ValueError, match="max pool"):
         pg.bind_max_pool(x.astype(np.float64), y, window, pads)
+
+
+def test_store_nc4_adds_clamps_and_packs_regions() -> None:
+    """The compiled store: NHWC rows (a region of a bigger buffer) plus a second partial, clamped (ReLU6), into a
+    region of NC4HW4 planes plus a residual, clamped again (ReLU); a NaN passes both clamps; nothing outside the
+    region is written; layouts it cannot address are refused (None)."""
+    rng = np.random.default_rng(0)
+    ys = [rng.standard_normal((2, 9, 7, 24)).astype(np.float32) for _ in range(2)]
+    ys[0][0, 3, 2, 5] = np.nan
+    whole = np.zeros((2, 8, 9, 7, 4), np.float32)
+    residual = rng.standard_normal(whole.shape).astype(np.float32)
+    y, y2 = (a[:, 2:6, :, 4:20] for a in ys)
+    out, res = whole[:, 1:5, 2:6], residual[:, 1:5, 2:6]
+    store = pg.bind_store_nc4(y, out, y2, res, (0.0, 6.0), (0.0, np.inf))
+    assert store is not None
+    store()
+    total = (y.astype(np.float64) + y2).reshape(2, 4, 7, 4, 4).transpose(0, 3, 1, 2, 4)
+    want = np.maximum(np.clip(total, 0, 6) + res, 0)  # (numpy's clip and maximum keep NaN too)
+    np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)
+    assert np.isnan(out[0, 0, 1, 2, 1])  # (row 3 - 2, pixel 2, channel 5 - 4)
+    outside = whole.copy()
+    outside[:, 1:5, 2:6] = 0
+    assert not outside.any()
+    assert pg.bind_store_nc4(y, whole[:, 1:5, 2:6, ::-1]) is None  # reversed pixels
+    assert pg.bind_store_nc4(y[:, :, ::2], out[:, :, :, :4]) is None  # pixels not contiguous in y
