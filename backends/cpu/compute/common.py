@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -94,6 +94,12 @@ class Conv2DKernel:
         self._activate(y)
         n, oh, ow, ocp = y.shape
         copy_pixels(out, y.reshape(n, oh, ow, ocp // PACK, PACK), (0, 3, 1, 2))
+
+
+def in_turn(calls: Sequence[Callable[[], None]]) -> None:
+    """Run ``calls`` one after another (several bound calls as one task or run)."""
+    for call in calls:
+        call()
 
 
 def array_place(a: np.ndarray) -> tuple:

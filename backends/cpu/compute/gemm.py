@@ -26,6 +26,7 @@ from .common import (
     ceil4,
     copy_pixels,
     gather_groups,
+    in_turn,
     pixel_copy,
     scatter_groups,
     scratch_buffer,
@@ -109,11 +110,6 @@ class StrassenGemm:
             np.matmul(a[2 * es :], b, out=c[2 * es :])
         if h > 2 * hs:
             np.matmul(a[: 2 * es], b[:, 2 * hs :], out=c[: 2 * es, 2 * hs :])
-
-
-def _chain(calls: list[partial]) -> None:
-    for call in calls:
-        call()
 
 
 def _bias_calls(y: np.ndarray, tile: np.ndarray) -> list[partial]:
@@ -208,7 +204,7 @@ class Gemm1x1Kernel(Conv2DKernel):
             calls += _bias_calls(y_mat, self.bias_tile)
         if self.params.relu or self.params.relu6:
             calls.append(partial(self._activate, y_mat))
-        self._bound = (x, out, [partial(_chain, calls)])
+        self._bound = (x, out, [partial(in_turn, calls)])
         return self._bound[2]
 
     def flat_gemm(self, x: np.ndarray, out: np.ndarray) -> partial | None:
@@ -391,5 +387,5 @@ def transposed_ffn(first: object, x: np.ndarray, h: np.ndarray, second: object, 
     tail = [partial(np.matmul, g.reshape(np_, m).T, second.weight, out=y_mat)]
     if np.any(second.bias_row):
         tail += _bias_calls(y_mat, second.bias_tile)
-    return (partial(run_lanes, [partial(_chain, calls)], 1),  # run_lanes: BLAS held at 1 thread, as on every path
-            partial(run_lanes, [partial(_chain, tail)], 1))
+    return (partial(run_lanes, [partial(in_turn, calls)], 1),  # run_lanes: BLAS held at 1 thread, as on every path
+            partial(run_lanes, [partial(in_turn, tail)], 1))

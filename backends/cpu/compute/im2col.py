@@ -37,6 +37,7 @@ from .common import (
     copy_channels,
     copy_input_rows,
     copy_pixels,
+    in_turn,
     input_rows,
     nhwc_view,
     runs,
@@ -147,7 +148,7 @@ class Im2ColKernel(Conv2DKernel):
                 calls = [self.packed.bind_implicit(base, (i * self.xp.shape[1] + r0 * sh) * row,
                                                    (sh * row, sw * ch, ow), (kh, kw * ch, dh * row),
                                                    self.y[i, r0:r1], *self.bounds) for i in range(n0, n1)]
-                self.implicit.append(calls[0] if len(calls) == 1 else partial(_in_turn, tuple(calls)))
+                self.implicit.append(calls[0] if len(calls) == 1 else partial(in_turn, tuple(calls)))
         # Weight-heavy single tile: the lanes split K (taps x channels) instead of the output channels, so each gathers
         # only its share of the columns (the gather no longer runs before the hand-off) and streams its rows of the
         # weights into a partial product; the partials are summed after (a [pixels, OCp] add). K is split evenly at
@@ -205,7 +206,7 @@ class Im2ColKernel(Conv2DKernel):
                                             self.out_shape[3]), (cb, PACK, plane), self.y[i, r0:r1, :, c0:c1],
                                             *self.bounds)
                       for weights, i, r0, r1, c0, c1 in products)
-        return calls[0] if len(calls) == 1 else partial(_in_turn, calls)
+        return calls[0] if len(calls) == 1 else partial(in_turn, calls)
 
     def _multiply(self, k0: int, k1: int, cols: np.ndarray, product: np.ndarray, bias: bool) -> Callable[[], None]:
         """``product = cols @ weight[k0:k1]`` (+ the bias with ``bias`` and the packed GEMM): a K lane's partial
@@ -368,11 +369,6 @@ class Im2ColKernel(Conv2DKernel):
         self._activate(band)
         self._store(out, residual, relu, (slice(None), slice(c0 // PACK, c1 // PACK)),
                     y_pixels[..., c0 // PACK: c1 // PACK, :])
-
-
-def _in_turn(calls: tuple[Callable[[], None], ...]) -> None:
-    for call in calls:
-        call()
 
 
 def _bands(size: int, lanes: int) -> list[tuple[int, int]]:

@@ -6,6 +6,8 @@ is also the on-disk cache's key, so any change here builds a new shared object.
 
 from __future__ import annotations
 
+from .llvm_winograd import winograd_ir
+
 # Every tile prefetches the weights' panel rows this many k steps ahead (into L1; past the panel's end that is the
 # next panel, which follows in memory). The weight-heavy GEMMs (few rows: deep Winograd layers, a classifier's GEMV)
 # stream their weights from DRAM once per run, and one core's hardware prefetching left them at ~10 GB/s: ResNet-18's
@@ -20,7 +22,7 @@ B_PREFETCH_LOCALITY = 3
 def kernels_ir(vw: int, mr: int) -> str:
     """The whole module: ``packed_gemm`` for vectors of ``vw`` floats and ``mr``-row tiles, ``max_pool4`` and
     ``depthwise3x3`` (vectors of ``vw`` channels)."""
-    return "\n".join([gemm_ir(vw, mr), *max_pool_ir(), *depthwise3x3_ir(vw), *store_nc4_ir()])
+    return "\n".join([gemm_ir(vw, mr), *max_pool_ir(), *depthwise3x3_ir(vw), *store_nc4_ir(), *winograd_ir(vw)])
 
 
 def store_nc4_ir() -> list[str]:

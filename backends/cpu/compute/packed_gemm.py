@@ -50,6 +50,7 @@ from mnnpy.core.memory import populated_zeros
 
 from .jit import switched_off
 from .llvm_ir import kernels_ir
+from .llvm_winograd import UNITS as WINOGRAD_UNITS
 
 _STATE: dict[str, Any] = {}
 _LOCK = threading.Lock()
@@ -59,6 +60,10 @@ _DW_ARGS = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ct
 # store_nc4(Y, ldy, Y2, O, oplane, R, rplane, pixels, blocks, images, yimg, oimg, rimg, lo, hi, rlo, rhi)
 _STORE_ARGS = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
                *[ctypes.c_int64] * 7, *[ctypes.c_float] * 4]
+# wino_in_U_K(XP, rs, cp, V, ps, rows, tw) and wino_out_U_K(M, mps, mts, Y, yps, yts, tiles, ch, B, lo, hi)
+_WINO_ARGS = ([ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, *[ctypes.c_int64] * 3],
+              [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, *[ctypes.c_int64] * 4,
+               ctypes.c_void_p, ctypes.c_float, ctypes.c_float])
 # packed_gemm(A, lda, B, panel, C, ldc, M, K, N, bias, lo, hi, batch, a_step, b_step, c_step, mc, nseg, seglen,
 # segstride): see ``llvm_ir.gemm_ir``
 _ARGS = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
@@ -124,7 +129,13 @@ def _loaded(lib: ctypes.CDLL, vw: int, mr: int, origin: str) -> Any:
     dw.restype, dw.argtypes = None, _DW_ARGS
     store = lib.store_nc4
     store.restype, store.argtypes = None, _STORE_ARGS
-    _STATE.update(lib=lib, vw=vw, mr=mr, nr=2 * vw, origin=origin, pool=pool, dw=dw, store=store)
+    wino = {}
+    for u, k in WINOGRAD_UNITS:
+        pair = getattr(lib, f"wino_in_{u}_{k}"), getattr(lib, f"wino_out_{u}_{k}")
+        for f, argtypes in zip(pair, _WINO_ARGS, strict=True):
+            f.restype, f.argtypes = None, argtypes
+        wino[u, k] = pair
+    _STATE.update(lib=lib, vw=vw, mr=mr, nr=2 * vw, origin=origin, pool=pool, dw=dw, store=store, wino=wino)
     fn = lib.packed_gemm
     fn.restype = None
     fn.argtypes = _ARGS
@@ -164,8 +175,10 @@ def _jit(ir: str | None, vw: int, mr: int, path: Path | None) -> Any:
         engine.get_function_address("max_pool4"))
     dw = ctypes.CFUNCTYPE(None, *_DW_ARGS)(engine.get_function_address("depthwise3x3"))
     store = ctypes.CFUNCTYPE(None, *_STORE_ARGS)(engine.get_function_address("store_nc4"))
+    wino = {(u, k): tuple(ctypes.CFUNCTYPE(None, *args)(engine.get_function_address(f"wino_{side}_{u}_{k}"))
+                          for side, args in zip(("in", "out"), _WINO_ARGS, strict=True)) for u, k in WINOGRAD_UNITS}
     _STATE.update(engine=engine, vw=vw, mr=mr, nr=2 * vw, origin="compiled in memory", pool=pool, dw=dw,
-                  store=store)
+                  store=store, wino=wino)
     return ctypes.CFUNCTYPE(None, *_ARGS)(engine.get_function_address("packed_gemm"))
 
 
@@ -318,6 +331,39 @@ def bind_store_nc4(y: np.ndarray, out: np.ndarray, y2: np.ndarray | None = None,
             rows * w, blocks, n, y.strides[0] // 4, out.strides[0] // 4,
             0 if residual is None else residual.strides[0] // 4, *clamp, *rclamp)
     return _foreign_call(_STATE["store"], args, tuple(arrays))
+
+
+def bind_winograd_in(unit: int, k: int, xp: np.ndarray, v: np.ndarray, rows: int, tw: int) -> Callable[[], None]:
+    """``V = Bᵀ X B`` (``wino_in`` in ``llvm_winograd``) of ``rows`` x ``tw`` tiles whose first padded row is
+    ``xp`` [Hp', Wp, Cp] (rows from the tiles' first on, C-contiguous) into ``v`` [alpha², T, Cp] (T >= rows x tw),
+    one foreign call checked once here."""
+    a, (hp, wp, cp), (planes, t, vcp) = unit + k - 1, xp.shape, v.shape
+    if not (xp.flags.c_contiguous and v.strides[1:] == (cp * 4, 4) and v.strides[0] >= t * cp * 4 and vcp == cp
+            and planes == a * a and rows * tw <= t and (rows - 1) * unit + a <= hp and (tw - 1) * unit + a <= wp
+            and cp % _STATE["vw"] == 0 and xp.dtype == v.dtype == np.float32 and v.flags.writeable):
+        raise ValueError(f"Winograd input transform: cannot read {xp.shape} into {v.shape}")
+    return _foreign_call(_STATE["wino"][unit, k][0], (_address(xp), wp * cp, cp, _address(v), v.strides[0] // 4, rows,
+                                                       tw), (xp, v))
+
+
+def bind_winograd_out(unit: int, k: int, m: np.ndarray, y: np.ndarray, bias: np.ndarray,
+                      clamp: tuple[float, float]) -> Callable[[], None]:
+    """``Y = Aᵀ M A + bias``, clamped (``wino_out`` in ``llvm_winograd``): ``m`` [alpha², T, C] into ``y`` [u², T, C]
+    (which may be m's memory), ``bias`` [C]; one foreign call checked once here."""
+    a = unit + k - 1
+    if not (m.shape[0] == a * a and y.shape == (unit * unit, *m.shape[1:]) and bias.shape == (m.shape[2],)
+            and all(x.dtype == np.float32 and x.strides[2] == 4 for x in (m, y, bias[None, None]))
+            and m.shape[2] % _STATE["vw"] == 0 and bias.flags.c_contiguous and y.flags.writeable
+            and min(m.strides + y.strides) > 0):
+        raise ValueError(f"Winograd output transform: cannot write {m.shape} into {y.shape}")
+    args = (_address(m), m.strides[0] // 4, m.strides[1] // 4, _address(y), y.strides[0] // 4, y.strides[1] // 4,
+            m.shape[1], m.shape[2], _address(bias), *clamp)
+    return _foreign_call(_STATE["wino"][unit, k][1], args, (m, y, bias))
+
+
+def vector_width() -> int:
+    """Floats per vector of the compiled kernels (16 with AVX-512, 8 with AVX2); ``available()`` first."""
+    return int(_STATE["vw"])
 
 
 def panel_width() -> int:

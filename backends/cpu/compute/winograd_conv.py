@@ -46,6 +46,7 @@ from .common import (
     ceil4,
     copy_input_rows,
     copy_pixels,
+    in_turn,
     input_rows,
     nhwc_view,
     pixel_copy,
@@ -175,6 +176,10 @@ class WinogradKernel(Conv2DKernel):
                                            self.bias_position, (b0, b1), self.weights[i], band_bias[i])
                                for blk, i in items for b0, b1 in [bands[i]]])
         self.blocks = self.lanes[0]
+        # The transforms as compiled kernels (``llvm_winograd``) where they exist: ungrouped, this (u, k), channel
+        # counts (and bands) a multiple of the vector width. See tools/PERF.md, fifteenth session.
+        self.compiled = g == 1 and packed_gemm.available() and (u, k) in packed_gemm.WINOGRAD_UNITS \
+            and all(w % packed_gemm.vector_width() == 0 for w in (cp, *((b1 - b0) * PACK for b0, b1 in bands)))
         # Channel bands of one image's block run in two phases: the lanes first transform the input by ranges of
         # tile rows (each copying the input rows its tiles read) into lane 0's V, then each runs its bands' GEMMs
         # from that V, the output transform and the stores. One more hand-off, but the input side no longer runs
@@ -199,7 +204,8 @@ class WinogradKernel(Conv2DKernel):
             x0, x1 = r0 * tw * cp, r1 * tw * cp
             self.phases.append((input_rows((0, 1), (r0 * u, r1 * u + k - 1), pt, h),
                                 runs(b.d[:, :, :, r0:r1], windows[:, :, 0:1, r0:r1]),
-                                (b.d_mat[..., x0:x1], b.e[..., x0:x1]), (b.e_3d[..., x0:x1], b.v[..., x0:x1])))
+                                (b.d_mat[..., x0:x1], b.e[..., x0:x1]), (b.e_3d[..., x0:x1], b.v[..., x0:x1]),
+                                (r0, r1)))
 
     @staticmethod
     def _block(scratch: dict[str, np.ndarray], windows: np.ndarray, blk: tuple[int, int, int, int],
@@ -348,9 +354,25 @@ class WinogradKernel(Conv2DKernel):
         return stores
 
     def _transform_in(self, b: _Block) -> None:
+        if self.compiled:
+            n0, n1, row0, _ = b.rows
+            self.bound_call(("in", id(b), id(self.xp)), partial(self._bind_in, b, n0, n1, row0 // self.unit))()
+            return
         np.copyto(*b.gather)
         np.matmul(self.bt, b.d_mat, out=b.e)
         np.matmul(self.bt, b.e_3d, out=b.v)
+
+    def _bind_in(self, b: _Block, n0: int, n1: int, r0: int, r1: int | None = None) -> Callable[[], None]:
+        """The compiled input transform (``packed_gemm.bind_winograd_in``) of images n0..n1, tile rows r0..r1 (None:
+        the block's) into ``b``'s V, one call per image."""
+        a, u, tw = self.alpha, self.unit, self.tiles[2]
+        rb = b.d.shape[3]
+        r1 = r0 + rb if r1 is None else r1
+        v = b.v.reshape(a * a, -1, self.xp.shape[3])
+        calls = tuple(packed_gemm.bind_winograd_in(u, self.params.kernel[0], self.xp[i, r0 * u:],
+                                                   v[:, ((i - n0) * rb + r0 - b.rows[2] // u) * tw:], r1 - r0, tw)
+                      for i in range(n0, n1))
+        return calls[0] if len(calls) == 1 else partial(in_turn, calls)
 
     def _gemm(self, b: _Block, p0: int, p1: int) -> None:
         packed = self.packed.get(id(b.weight))
@@ -363,9 +385,13 @@ class WinogradKernel(Conv2DKernel):
     def _transform_part(self, part: tuple, x: np.ndarray | None) -> None:
         """One lane's share of the first phase (``_make_phases``): with ``x``, copy the input rows its tiles read,
         then gather them and transform them into lane 0's V."""
-        rows, gather, (d, e), (e3, v) = part
+        rows, gather, (d, e), (e3, v), (r0, r1) = part
         if x is not None:
             copy_input_rows(self.interior, x, rows)
+        if self.compiled:
+            b = self.blocks[0]
+            self.bound_call(("part", r0, id(self.xp)), partial(self._bind_in, b, 0, 1, r0, r1))()
+            return
         np.copyto(*gather)
         np.matmul(self.bt, d, out=e)
         np.matmul(self.bt, e3, out=v)
@@ -387,6 +413,20 @@ class WinogradKernel(Conv2DKernel):
             self._transform_out(b, stores[k])
 
     def _transform_out(self, b: _Block, stores: list[tuple[np.ndarray, np.ndarray]]) -> None:
+        if self.compiled:  # Aᵀ M A, bias and activation in one compiled pass (``packed_gemm.bind_winograd_out``)
+            uu, ch = self.unit * self.unit, b.m_groups.shape[2]
+            self.bound_call(("out", id(b)), lambda: packed_gemm.bind_winograd_out(
+                self.unit, self.params.kernel[0], b.m_groups, b.y.reshape(uu, -1, ch), b.bias_tile[0],
+                self.clamp_bounds()))()
+        else:
+            self._transform_out_numpy(b)
+        for store in stores:
+            if len(store) == 2:
+                np.copyto(*store)
+            else:
+                add_residual(*store)
+
+    def _transform_out_numpy(self, b: _Block) -> None:
         if b.m_scatter is not None:
             np.copyto(b.m_scatter, b.m_groups.transpose(0, 2, 1, 3))
         if b.m_bias is not None:
@@ -396,11 +436,6 @@ class WinogradKernel(Conv2DKernel):
         if b.m_bias is None:
             add_row_bias(b.y_rows, b.bias_tile)
         self._activate(b.y_rows)
-        for store in stores:
-            if len(store) == 2:
-                np.copyto(*store)
-            else:
-                add_residual(*store)
 
 
 def _spans(size: int, u: int) -> list[tuple[int, int, int]]:

@@ -8,6 +8,7 @@ from functools import partial
 from typing import Any
 
 import numpy as np
+from mnnpy.backends.cpu.compute.common import in_turn
 from mnnpy.backends.cpu.ops._common import CPUExecution
 from mnnpy.schema import mnn_generated as fb
 from mnnpy.schema.errors import ModelError
@@ -38,11 +39,6 @@ def _with_output_pads(conv: Any, in_shape: tuple[int, ...], out_shape: tuple[int
     new = copy.copy(conv)
     new.common = common
     return new
-
-
-def _in_turn(calls: tuple[Callable[[], None], ...]) -> None:
-    for call in calls:
-        call()
 
 
 def _chain_calls(first: Any, middle: Any, second: Any, x: np.ndarray, out: np.ndarray,
@@ -264,11 +260,11 @@ class Convolution(CPUExecution):
                     sub.weight, sub.packed = full.weight, full.packed
             produce, run_middle, last = _chain_calls(expand, middle, project, _source(producer)[:, :, rows[0]:rows[1]],
                                                      consumer.y_view[:, :, r0:r1], sw)
-            heads.append(partial(_in_turn, (produce, run_middle)))
+            heads.append(partial(in_turn, (produce, run_middle)))
             tails.append(last)
         if np.may_share_memory(_source(producer), consumer.y_view):
             return [partial(run_lanes, heads, lanes, True), partial(run_lanes, tails, lanes, True), _nothing]
-        return [partial(run_lanes, [partial(_in_turn, pair) for pair in zip(heads, tails, strict=True)], lanes, True),
+        return [partial(run_lanes, [partial(in_turn, pair) for pair in zip(heads, tails, strict=True)], lanes, True),
                 _nothing, _nothing]
 
     @staticmethod
