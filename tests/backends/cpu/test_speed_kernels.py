@@ -307,3 +307,26 @@ def test_global_pool(spatial: tuple[int, ...], is_max: bool) -> None:
     np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
     assert np.isnan(y[0, 1, ..., 3]).all() and (y[1, 2, ..., 1] == np.inf).all()
     assert np.isfinite(np.delete(y.reshape(6, 4), [7, 21]).astype(np.float64)).all()
+
+
+@pytest.mark.parametrize(("unit", "k"), [(2, 3), (4, 3), (6, 3), (2, 5), (4, 5), (2, 7)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_winograd_compiled_transforms(unit: int, k: int, threads: int) -> None:
+    """Every (u, k) with compiled transforms (``llvm_winograd``): 32 channels (whole vectors), tiles overhanging
+    the edge, batch 2, bias and ReLU, one and two lanes; against float64 direct convolution. 20 channels (not
+    whole vectors) keep numpy's transforms."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from compute.helpers import assert_close, reference_conv, run_kernel
+    from mnnpy.backends.cpu.compute import packed_gemm
+    from mnnpy.backends.cpu.compute.conv import conv2d_params
+    from support.models import make_conv
+
+    if not packed_gemm.available():
+        pytest.skip(f"no compiled kernels here: {packed_gemm.describe()}")
+    for channels, compiled in ((32, True), (20, False)):
+        conv = make_conv(channels, channels, (k, k), pads=(k // 2,) * 4, relu=True, seed=unit * k)
+        conv.bias = (np.asarray(conv.bias) * 5).astype(np.float32)
+        x = np.random.default_rng(k).standard_normal((2, channels, 11, 13)).astype(np.float32)
+        got, kernel = run_kernel(conv, 12, x, force=f"winograd:{unit}", threads=threads)
+        assert kernel.compiled == compiled
+        assert_close(got, reference_conv(x.astype(np.float64), conv, conv2d_params(conv, 12, x.shape)), rtol=2e-5)
