@@ -78,6 +78,7 @@ class Convolution(CPUExecution):
     def on_resize(self) -> None:
         self.chain_fed = False
         self.nchw_fed: np.ndarray | None = None  # the input raster's NCHW source its run reads (``fuse_after``)
+        self.chain_tail: tuple | None = None  # (kernel, depthwise rows) as a one-lane chain's project (fuse_between)
         main = self.op.main
         if main is None:
             raise ModelError(f"op {self.op.name!r}: convolution without parameters")
@@ -180,6 +181,7 @@ class Convolution(CPUExecution):
         shape = self.kernel.in_shape
         params = conv2d_params(self.params, self.op.type, shape)
         middle = DepthwiseKernel(params, self.kernel.plan, shape, *conv_weights(self.params, params), chain=pool)
+        consumer.chain_tail = (second, middle.acc)  # (``residual_run``: the project's run as the chain makes it)
         return _chain_calls(first, middle, second, _source(producer), consumer.y_view, params.stride[1])
 
     def _linked(self, producer: Any, consumer: Any) -> bool:
@@ -331,6 +333,12 @@ class Convolution(CPUExecution):
         from mnnpy.backends.cpu.compute.winograd_conv import WinogradKernel
 
         kernel = self.kernel
+        if self.chain_tail is not None:  # the project GEMM of a one-lane chain (MobileNetV2's blocks)
+            second, rows = self.chain_tail
+            if self.runtime_weights or second.packed is None or out.shape != self.y_view.shape \
+                    or residual.shape != out.shape or out.ndim != 5:
+                return None
+            return partial(second.run_from_nhwc, rows, out, residual, relu)
         x = None if self.chain_fed else self.x_view if self.nchw_fed is None else self.nchw_fed
         if self.runtime_weights or not isinstance(kernel, WinogradKernel | Im2ColKernel) \
                 or out.shape != self.y_view.shape or residual.shape != out.shape or out.ndim != 5 \

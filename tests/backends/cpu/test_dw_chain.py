@@ -276,3 +276,48 @@ def test_profile_times_the_chains(tmp_path: Path) -> None:
     finally:
         fused.update(before)
     assert set(calls.values()) == {4}  # the timed runs only, not the 40 no-op runs
+
+
+@pytest.mark.parametrize(("c", "hw", "batch", "relu"), [(16, 14, 1, False), (24, 9, 2, True), (8, 7, 1, False)])
+def test_residual_add_fused_into_the_chain(tmp_path: Path, c: int, hw: int, batch: int, relu: bool,
+                                           cpu_impl: str) -> None:
+    """A block's residual Add on an internal NC4HW4 tensor (MobileNetV2's: x -> s, s -> expand -> depthwise ->
+    project -> Add(s)): the chain's project stores its rows plus the residual (then the Add's ReLU) in one compiled
+    pass and the Add does nothing (with the packed GEMM; numpy keeps the Add). Against onnxruntime and the plain
+    run."""
+    from mnnpy.backends.cpu.compute import packed_gemm
+    from mnnpy.converter import convert
+
+    rng = np.random.default_rng(c + hw)
+    e = 6 * c
+
+    def conv(name: str, cin: int, cout: int, k: int, group: int = 1) -> list:
+        return [nh.from_array((rng.standard_normal((cout, cin // group, k, k)) / np.sqrt(k * k * cin // group))
+                              .astype(np.float32), f"w{name}"),
+                nh.from_array(rng.standard_normal(cout).astype(np.float32), f"b{name}")]
+
+    inits = conv("0", c, c, 1) + conv("1", c, e, 1) + conv("2", e, e, 3, e) + conv("3", e, c, 1) + \
+        conv("o", c, c, 1) + [nh.from_array(np.float32(0), "lo"), nh.from_array(np.float32(6), "hi")]
+    nodes = [h.make_node("Conv", ["x", "w0", "b0"], ["s"], kernel_shape=[1, 1]),
+             h.make_node("Conv", ["s", "w1", "b1"], ["a"], kernel_shape=[1, 1]),
+             h.make_node("Clip", ["a", "lo", "hi"], ["a6"]),
+             h.make_node("Conv", ["a6", "w2", "b2"], ["d"], kernel_shape=[3, 3], pads=[1] * 4, group=e),
+             h.make_node("Clip", ["d", "lo", "hi"], ["d6"]),
+             h.make_node("Conv", ["d6", "w3", "b3"], ["p"], kernel_shape=[1, 1]),
+             h.make_node("Add", ["p", "s"], ["q"]),
+             h.make_node("Relu" if relu else "Identity", ["q"], ["z"]),
+             h.make_node("Conv", ["z", "wo", "bo"], ["y"], kernel_shape=[1, 1])]
+    graph = h.make_graph(nodes, "block", [h.make_tensor_value_info("x", T.FLOAT, [batch, c, hw, hw])],
+                         [h.make_tensor_value_info("y", T.FLOAT, [batch, c, hw, hw])], inits)
+    src = tmp_path / "block.onnx"
+    onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 13)]), str(src))
+    convert(str(src), str(src.with_suffix(".mnn")))
+    x = rng.standard_normal((batch, c, hw, hw)).astype(np.float32)
+    fast, plain, session = _run(src, x)
+    fused = session.scheduler.fused  # type: ignore[attr-defined]
+    adds = [cmd for cmd in session.commands if cmd.op_type == 7]  # type: ignore[attr-defined]
+    assert len(adds) == 1 and (id(adds[0]) in fused) == packed_gemm.available()
+    want = _onnxruntime(src, x)
+    scale = max(float(np.abs(want).max()), 1.0)
+    assert np.abs(fast - want).max() <= 1e-5 * scale
+    np.testing.assert_allclose(fast, plain, rtol=1e-5, atol=1e-5 * scale)
