@@ -11,6 +11,7 @@ transform as a gather and two batched matmuls over scratch, and the bias and act
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 import numpy as np
 
@@ -93,6 +94,24 @@ def _loops(head: list[str], outer: str, outer_end: str, inner_step: str, inner_e
     return top, tail
 
 
+def _load_grid(lines: list[str], v: str, base: str, a: int, offsets: Callable[[int, int], list[str]]
+               ) -> list[list[str]]:
+    """Load a x a vectors, (i, j) at ``base`` plus the sum of the i64 values ``offsets(i, j)``; their names."""
+    grid = []
+    for i in range(a):
+        row = []
+        for j in range(a):
+            acc, *rest = offsets(i, j)
+            for n, other in enumerate(rest):
+                lines.append(f"  %ld{i}_{j}_{n} = add i64 {acc}, {other}")
+                acc = f"%ld{i}_{j}_{n}"
+            lines += [f"  %la{i}_{j} = getelementptr float, ptr {base}, i64 {acc}",
+                      f"  %lv{i}_{j} = load {v}, ptr %la{i}_{j}, align 4"]
+            row.append(f"%lv{i}_{j}")
+        grid.append(row)
+    return grid
+
+
 def _transform_in(vw: int, u: int, k: int, bt: np.ndarray) -> list[str]:
     """``wino_in_U_K(XP, rs, cp, V, ps, rows, tw)``: tiles rows x tw, tile (r, t)'s pixel (i, j) at ``XP + (r u +
     i) rs + (t u + j) cp`` (cp channels, a multiple of vw); V's position q plane at ``V + q ps``, tile r tw + t."""
@@ -108,16 +127,7 @@ def _transform_in(vw: int, u: int, k: int, bt: np.ndarray) -> list[str]:
               "  %rb = mul i64 %ry, %rs", f"  %tx = mul i64 %t, {u}", "  %tb = mul i64 %tx, %cp",
               "  %b0 = add i64 %rb, %tb", "  %b1 = add i64 %b0, %c", "  %gv = mul i64 %g, %cp",
               "  %vo = add i64 %gv, %c"]
-    x = []
-    for i in range(a):
-        row = []
-        for j in range(a):
-            lines += [f"  %o{i}_{j} = add i64 %b1, %rk{i}", f"  %p{i}_{j} = add i64 %o{i}_{j}, %cj{j}",
-                      f"  %a{i}_{j} = getelementptr float, ptr %XP, i64 %p{i}_{j}",
-                      f"  %x{i}_{j} = load {v}, ptr %a{i}_{j}, align 4"]
-            row.append(f"%x{i}_{j}")
-        x.append(row)
-    z = emit.sandwich(bt, x)
+    z = emit.sandwich(bt, _load_grid(lines, v, "%XP", a, lambda i, j: ["%b1", f"%rk{i}", f"%cj{j}"]))
     for i in range(a):
         for j in range(a):
             q = i * a + j
@@ -142,16 +152,7 @@ def _transform_out(vw: int, u: int, k: int, at: np.ndarray) -> list[str]:
     lines += ["  %mt = mul i64 %t, %mts", "  %mo = add i64 %mt, %c", "  %yt = mul i64 %t, %yts",
               "  %yo = add i64 %yt, %c", "  %bp = getelementptr float, ptr %B, i64 %c",
               f"  %bias = load {v}, ptr %bp, align 4"]
-    m = []
-    for i in range(a):
-        row = []
-        for j in range(a):
-            q = i * a + j
-            lines += [f"  %mo{q} = add i64 %mo, %mq{q}", f"  %ma{q} = getelementptr float, ptr %M, i64 %mo{q}",
-                      f"  %m{q} = load {v}, ptr %ma{q}, align 4"]
-            row.append(f"%m{q}")
-        m.append(row)
-    y = emit.sandwich(at, m)
+    y = emit.sandwich(at, _load_grid(lines, v, "%M", a, lambda i, j: ["%mo", f"%mq{i * a + j}"]))
     for i in range(u):
         for j in range(u):
             q = i * u + j
