@@ -169,91 +169,97 @@ def gemm_ir(vw: int, mr: int) -> str:
                   f"  %cc{h} = add i64 %col0, {h * vw}",
                   f"  %biasp{h} = getelementptr float, ptr %bias, i64 %cc{h}",
                   f"  %bias{h} = load {v}, ptr %biasp{h}, align 4"]
-    lines += ["  br label %i_loop",
-              "i_loop:",
-              "  %i = phi i64 [%i0, %p_loop], [%inext_m, %store_m], [%inext_r, %store_r], [%inext_1, %store_1]",
-              f"  %iend = add i64 %i, {mr}",
-              "  %fits = icmp ule i64 %iend, %Mb",
-              "  br i1 %fits, label %tile_m, label %row_check",
-              "row_check:",
-              "  %more = icmp ult i64 %i, %Mb",
-              "  br i1 %more, label %rest, label %p_end",
-              "rest:",
-              "  %left_rows = sub i64 %Mb, %i",
-              f"  %many = icmp uge i64 %left_rows, {mr // 2}",
-              "  br i1 %many, label %tile_r, label %tile_1"]
-    # the rows past the last whole tile: at least mr / 2 of them, one more mr-row tile whose missing rows repeat the
-    # last row and store nothing (row-validity in the store mask); fewer, one-row tiles (each ~1/4 of a whole
-    # tile's time: an FMA latency chain of two accumulators)
-    for tag, rows, partial in (("m", mr, False), ("r", mr, True), ("1", 1, False)):
-        lines += [f"tile_{tag}:"] + ([f"  %last_{tag} = sub i64 %Mb, 1"] if partial else [])
-        for r in range(rows):
-            if partial:
-                lines += [f"  %raw_{tag}{r} = add i64 %i, {r}",
-                          f"  %rv_{tag}{r} = icmp ult i64 %raw_{tag}{r}, %Mb",
-                          f"  %row_{tag}{r} = select i1 %rv_{tag}{r}, i64 %raw_{tag}{r}, i64 %last_{tag}"]
-            else:
-                lines.append(f"  %row_{tag}{r} = add i64 %i, {r}")
-            lines += [f"  %aoff_{tag}{r} = mul i64 %row_{tag}{r}, %lda",
-                      f"  %ap_{tag}{r} = getelementptr float, ptr %A, i64 %aoff_{tag}{r}"]
-        # k in segments (an implicit im2col: A's row is nseg runs of seglen contiguous floats, segstride apart; a
-        # plain GEMM is one segment of K): the accumulators live across both loops
-        lines += [f"  br label %sl_{tag}", f"sl_{tag}:",
-                  f"  %s_{tag} = phi i64 [0, %tile_{tag}], [%sn_{tag}, %se_{tag}]"]
-        for r in range(rows):
-            for h in range(2):
-                lines.append(f"  %sacc_{tag}{r}_{h} = phi {v} [%bias{h}, %tile_{tag}], [%fma_{tag}{r}_{h}, %se_{tag}]")
-        lines += [f"  %sbase_{tag} = mul i64 %s_{tag}, %segstride",
-                  f"  %kb0_{tag} = mul i64 %s_{tag}, %seglen",
-                  f"  br label %kl_{tag}", f"kl_{tag}:",
-                  f"  %k_{tag} = phi i64 [0, %sl_{tag}], [%kn_{tag}, %kl_{tag}]"]
-        for r in range(rows):
-            for h in range(2):
-                lines.append(f"  %acc_{tag}{r}_{h} = phi {v} [%sacc_{tag}{r}_{h}, %sl_{tag}],"
-                             f" [%fma_{tag}{r}_{h}, %kl_{tag}]")
-        lines += [f"  %kg_{tag} = add i64 %kb0_{tag}, %k_{tag}",
-                  f"  %bk_{tag} = mul i64 %kg_{tag}, {nr}",
-                  f"  %ak_{tag} = add i64 %sbase_{tag}, %k_{tag}"]
-        for h in range(2):
-            lines += [f"  %bkh_{tag}{h} = add i64 %bk_{tag}, {h * vw}",
-                      f"  %bptr_{tag}{h} = getelementptr float, ptr %bp, i64 %bkh_{tag}{h}",
-                      f"  %b_{tag}{h} = load {v}, ptr %bptr_{tag}{h}, align 4"]
-            if B_PREFETCH_ROWS:
-                lines += [f"  %pf_{tag}{h} = getelementptr float, ptr %bptr_{tag}{h}, i64 {B_PREFETCH_ROWS * nr}",
-                          f"  call void @llvm.prefetch.p0(ptr %pf_{tag}{h}, i32 0, i32 {B_PREFETCH_LOCALITY}, i32 1)"]
-        for r in range(rows):
-            lines += [f"  %apk_{tag}{r} = getelementptr float, ptr %ap_{tag}{r}, i64 %ak_{tag}",
-                      f"  %a_{tag}{r} = load float, ptr %apk_{tag}{r}, align 4",
-                      f"  %as1_{tag}{r} = insertelement {v} poison, float %a_{tag}{r}, i32 0",
-                      f"  %as_{tag}{r} = shufflevector {v} %as1_{tag}{r}, {v} poison, {splat}"]
-            lines += [f"  %fma_{tag}{r}_{h} = call {v} @llvm.fma.v{vw}f32({v} %as_{tag}{r}, {v} %b_{tag}{h},"
-                      f" {v} %acc_{tag}{r}_{h})" for h in range(2)]
-        lines += [f"  %kn_{tag} = add i64 %k_{tag}, 1",
-                  f"  %kmore_{tag} = icmp ult i64 %kn_{tag}, %seglen",
-                  f"  br i1 %kmore_{tag}, label %kl_{tag}, label %se_{tag}",
-                  f"se_{tag}:",
-                  f"  %sn_{tag} = add i64 %s_{tag}, 1",
-                  f"  %smore_{tag} = icmp ult i64 %sn_{tag}, %nseg",
-                  f"  br i1 %smore_{tag}, label %sl_{tag}, label %store_{tag}",
-                  f"store_{tag}:"]
-        for r in range(rows):
-            lines.append(f"  %coff_{tag}{r} = mul i64 %row_{tag}{r}, %ldc")
-            if partial:
-                lines += [f"  %rva_{tag}{r} = insertelement <{vw} x i1> poison, i1 %rv_{tag}{r}, i32 0",
-                          f"  %rvs_{tag}{r} = shufflevector <{vw} x i1> %rva_{tag}{r}, <{vw} x i1> poison, {splat}"]
-            for h in range(2):
-                x = f"{tag}{r}_{h}"
+    # a panel with at most vw valid columns (N % 2vw in 1..vw: MobileNetV2's 16-channel project, the 144-channel
+    # expand's last panel) runs tiles of one vector per row (suffix "h"): half the FMAs of the full-width tiles
+    lines += [f"  %halfw = icmp ule i64 %rem, {vw}", "  br i1 %halfw, label %i_looph, label %i_loop"]
+    for sfx, halves in (("", 2), ("h", 1)):
+        lines += [f"i_loop{sfx}:",
+                  f"  %i{sfx} = phi i64 [%i0, %p_loop], [%inext_m{sfx}, %store_m{sfx}], [%inext_r{sfx}, %store_r{sfx}],"
+                  f" [%inext_1{sfx}, %store_1{sfx}]",
+                  f"  %iend{sfx} = add i64 %i{sfx}, {mr}",
+                  f"  %fits{sfx} = icmp ule i64 %iend{sfx}, %Mb",
+                  f"  br i1 %fits{sfx}, label %tile_m{sfx}, label %row_check{sfx}",
+                  f"row_check{sfx}:",
+                  f"  %more{sfx} = icmp ult i64 %i{sfx}, %Mb",
+                  f"  br i1 %more{sfx}, label %rest{sfx}, label %p_end",
+                  f"rest{sfx}:",
+                  f"  %left_rows{sfx} = sub i64 %Mb, %i{sfx}",
+                  f"  %many{sfx} = icmp uge i64 %left_rows{sfx}, {mr // 2}",
+                  f"  br i1 %many{sfx}, label %tile_r{sfx}, label %tile_1{sfx}"]
+        # the rows past the last whole tile: at least mr / 2 of them, one more mr-row tile whose missing rows repeat the
+        # last row and store nothing (row-validity in the store mask); fewer, one-row tiles (each ~1/4 of a whole
+        # tile's time: an FMA latency chain of two accumulators)
+        for tag, rows, partial in ((f"m{sfx}", mr, False), (f"r{sfx}", mr, True), (f"1{sfx}", 1, False)):
+            lines += [f"tile_{tag}:"] + ([f"  %last_{tag} = sub i64 %Mb, 1"] if partial else [])
+            for r in range(rows):
                 if partial:
-                    lines.append(f"  %mk_{x} = and <{vw} x i1> %mask{h}, %rvs_{tag}{r}")
-                lines += [f"  %below_{x} = fcmp olt {v} %fma_{x}, %los",  # compare-and-select: NaN stays NaN
-                          f"  %c1_{x} = select <{vw} x i1> %below_{x}, {v} %los, {v} %fma_{x}",
-                          f"  %above_{x} = fcmp ogt {v} %c1_{x}, %his",
-                          f"  %c2_{x} = select <{vw} x i1> %above_{x}, {v} %his, {v} %c1_{x}",
-                          f"  %co_{x} = add i64 %coff_{tag}{r}, %cc{h}",
-                          f"  %cp_{x} = getelementptr float, ptr %C, i64 %co_{x}",
-                          f"  call void @llvm.masked.store.v{vw}f32.p0({v} %c2_{x}, ptr %cp_{x}, i32 4,"
-                          f" <{vw} x i1> {f'%mk_{x}' if partial else f'%mask{h}'})"]
-        lines += [f"  %inext_{tag} = add i64 %i, {rows}", "  br label %i_loop"]
+                    lines += [f"  %raw_{tag}{r} = add i64 %i{sfx}, {r}",
+                              f"  %rv_{tag}{r} = icmp ult i64 %raw_{tag}{r}, %Mb",
+                              f"  %row_{tag}{r} = select i1 %rv_{tag}{r}, i64 %raw_{tag}{r}, i64 %last_{tag}"]
+                else:
+                    lines.append(f"  %row_{tag}{r} = add i64 %i{sfx}, {r}")
+                lines += [f"  %aoff_{tag}{r} = mul i64 %row_{tag}{r}, %lda",
+                          f"  %ap_{tag}{r} = getelementptr float, ptr %A, i64 %aoff_{tag}{r}"]
+            # k in segments (an implicit im2col: A's row is nseg runs of seglen contiguous floats, segstride apart; a
+            # plain GEMM is one segment of K): the accumulators live across both loops
+            lines += [f"  br label %sl_{tag}", f"sl_{tag}:",
+                      f"  %s_{tag} = phi i64 [0, %tile_{tag}], [%sn_{tag}, %se_{tag}]"]
+            for r in range(rows):
+                for h in range(halves):
+                    lines.append(f"  %sacc_{tag}{r}_{h} = phi {v} [%bias{h}, %tile_{tag}],"
+                                 f" [%fma_{tag}{r}_{h}, %se_{tag}]")
+            lines += [f"  %sbase_{tag} = mul i64 %s_{tag}, %segstride",
+                      f"  %kb0_{tag} = mul i64 %s_{tag}, %seglen",
+                      f"  br label %kl_{tag}", f"kl_{tag}:",
+                      f"  %k_{tag} = phi i64 [0, %sl_{tag}], [%kn_{tag}, %kl_{tag}]"]
+            for r in range(rows):
+                for h in range(halves):
+                    lines.append(f"  %acc_{tag}{r}_{h} = phi {v} [%sacc_{tag}{r}_{h}, %sl_{tag}],"
+                                 f" [%fma_{tag}{r}_{h}, %kl_{tag}]")
+            lines += [f"  %kg_{tag} = add i64 %kb0_{tag}, %k_{tag}",
+                      f"  %bk_{tag} = mul i64 %kg_{tag}, {nr}",
+                      f"  %ak_{tag} = add i64 %sbase_{tag}, %k_{tag}"]
+            for h in range(halves):
+                lines += [f"  %bkh_{tag}{h} = add i64 %bk_{tag}, {h * vw}",
+                          f"  %bptr_{tag}{h} = getelementptr float, ptr %bp, i64 %bkh_{tag}{h}",
+                          f"  %b_{tag}{h} = load {v}, ptr %bptr_{tag}{h}, align 4"]
+                if B_PREFETCH_ROWS:
+                    lines += [f"  %pf_{tag}{h} = getelementptr float, ptr %bptr_{tag}{h}, i64 {B_PREFETCH_ROWS * nr}",
+                              f"  call void @llvm.prefetch.p0(ptr %pf_{tag}{h}, i32 0, i32 {B_PREFETCH_LOCALITY},"
+                              " i32 1)"]
+            for r in range(rows):
+                lines += [f"  %apk_{tag}{r} = getelementptr float, ptr %ap_{tag}{r}, i64 %ak_{tag}",
+                          f"  %a_{tag}{r} = load float, ptr %apk_{tag}{r}, align 4",
+                          f"  %as1_{tag}{r} = insertelement {v} poison, float %a_{tag}{r}, i32 0",
+                          f"  %as_{tag}{r} = shufflevector {v} %as1_{tag}{r}, {v} poison, {splat}"]
+                lines += [f"  %fma_{tag}{r}_{h} = call {v} @llvm.fma.v{vw}f32({v} %as_{tag}{r}, {v} %b_{tag}{h},"
+                          f" {v} %acc_{tag}{r}_{h})" for h in range(halves)]
+            lines += [f"  %kn_{tag} = add i64 %k_{tag}, 1",
+                      f"  %kmore_{tag} = icmp ult i64 %kn_{tag}, %seglen",
+                      f"  br i1 %kmore_{tag}, label %kl_{tag}, label %se_{tag}",
+                      f"se_{tag}:",
+                      f"  %sn_{tag} = add i64 %s_{tag}, 1",
+                      f"  %smore_{tag} = icmp ult i64 %sn_{tag}, %nseg",
+                      f"  br i1 %smore_{tag}, label %sl_{tag}, label %store_{tag}",
+                      f"store_{tag}:"]
+            for r in range(rows):
+                lines.append(f"  %coff_{tag}{r} = mul i64 %row_{tag}{r}, %ldc")
+                if partial:
+                    lines += [f"  %rva_{tag}{r} = insertelement <{vw} x i1> poison, i1 %rv_{tag}{r}, i32 0",
+                              f"  %rvs_{tag}{r} = shufflevector <{vw} x i1> %rva_{tag}{r}, <{vw} x i1> poison, {splat}"]
+                for h in range(halves):
+                    x = f"{tag}{r}_{h}"
+                    if partial:
+                        lines.append(f"  %mk_{x} = and <{vw} x i1> %mask{h}, %rvs_{tag}{r}")
+                    lines += [f"  %below_{x} = fcmp olt {v} %fma_{x}, %los",  # compare-and-select: NaN stays NaN
+                              f"  %c1_{x} = select <{vw} x i1> %below_{x}, {v} %los, {v} %fma_{x}",
+                              f"  %above_{x} = fcmp ogt {v} %c1_{x}, %his",
+                              f"  %c2_{x} = select <{vw} x i1> %above_{x}, {v} %his, {v} %c1_{x}",
+                              f"  %co_{x} = add i64 %coff_{tag}{r}, %cc{h}",
+                              f"  %cp_{x} = getelementptr float, ptr %C, i64 %co_{x}",
+                              f"  call void @llvm.masked.store.v{vw}f32.p0({v} %c2_{x}, ptr %cp_{x}, i32 4,"
+                              f" <{vw} x i1> {f'%mk_{x}' if partial else f'%mask{h}'})"]
+            lines += [f"  %inext_{tag} = add i64 %i{sfx}, {rows}", f"  br label %i_loop{sfx}"]
     lines += ["p_end:",
               "  %p_next = add i64 %p, 1",
               "  %pmore = icmp ult i64 %p_next, %np",
