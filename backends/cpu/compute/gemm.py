@@ -127,6 +127,10 @@ def _bias_calls(y: np.ndarray, tile: np.ndarray) -> list[partial]:
     return calls
 
 
+FLAT_BAND_MAX_ROWS = 8  # a flat GEMM of at most this many rows and ...
+FLAT_BAND_MIN_BYTES = 1 << 20  # ... this many bytes of weights splits its output columns over the lanes
+
+
 class Gemm1x1Kernel(Conv2DKernel):
     """1x1, stride-1, unpadded convolution: one (Strassen) GEMM ``[N*H*W, Cp] @ [Cp, OCp]`` (batched over groups)."""
 
@@ -182,6 +186,15 @@ class Gemm1x1Kernel(Conv2DKernel):
         lanes = lane_count(plan.threads, 2.0 * m * cp * ocp) if g == 1 and self.strassen is None else 1
         step = -(-m // lanes)
         self.row_chunks = [(r, min(r + step, m)) for r in range(0, m, step)]
+        # A flat GEMM of few rows and many weights (a classifier's [1, K] x [K, N]) is bound by streaming the weights,
+        # not by its flops: with threads, each lane takes whole panels of output columns (``PackedWeights.columns``),
+        # streaming its share of them (ResNet-18's [1, 512] x [512, 1000] at 2 threads: see tools/PERF.md).
+        self.col_bands = None
+        if self.flat is not None and self.packed is not None and plan.threads > 1 and m <= FLAT_BAND_MAX_ROWS \
+                and cp * ocp * 4 >= FLAT_BAND_MIN_BYTES:
+            nr = packed_gemm.panel_width()
+            width = -(-ocp // nr // plan.threads) * nr
+            self.col_bands = [(c, min(c + width, ocp)) for c in range(0, ocp, width)]
         self._bound: tuple[np.ndarray, np.ndarray, list[partial]] | None = None
         COUNTERS["weight_transforms"] += 1
 
@@ -196,6 +209,10 @@ class Gemm1x1Kernel(Conv2DKernel):
             return None
         m, cp, ocp = self.flat
         y_mat = out.reshape(m, ocp)
+        if self.col_bands is not None and self.packed is not None:  # a lane per band of output columns
+            self._bound = (x, out, [partial(in_turn, (self.packed.columns(c0, c1).bind(
+                x.reshape(m, cp), y_mat[:, c0:c1], *self.bounds, cp),)) for c0, c1 in self.col_bands])
+            return self._bound[2]
         if self.packed is not None:  # GEMM, bias and activation in one call
             self._bound = (x, out, [self.packed.bind(x.reshape(m, cp), y_mat, *self.bounds, cp)])
             return self._bound[2]
@@ -321,8 +338,8 @@ class Gemm1x1Kernel(Conv2DKernel):
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out``."""
         calls = self._flat_calls(x, out)
-        if calls is not None:
-            run_lanes(calls, self.plan.threads)  # BLAS held at 1 thread, as on every path
+        if calls is not None:  # (several: column bands, whose arrays are the arena's: worker processes may run them)
+            run_lanes(calls, self.plan.threads, len(calls) > 1)  # BLAS held at 1 thread, as on every path
             return
         if (len(self.row_chunks) > 1 and self.flat is None and x.shape[0] == 1 and self.x_groups is None
                 and x.flags.c_contiguous and out.flags.c_contiguous):

@@ -178,8 +178,8 @@ class Im2ColKernel(Conv2DKernel):
         lanes = lane_count(self.plan.threads, flops * DIRECT_LANE_WEIGHT)
         if lanes > 1 and ocp > n * oh * ow:
             step = -(-ocp // packed_gemm.panel_width() // lanes) * packed_gemm.panel_width()
-            return [[(PackedWeights(self.weight[:, c0:c0 + step], self.bias_row[c0:c0 + step]), i, 0, oh, c0,
-                      min(c0 + step, ocp)) for i in range(n)] for c0 in range(0, ocp, step)]
+            bands = [(c0, min(c0 + step, ocp)) for c0 in range(0, ocp, step)]  # (each lane's panels, no copy)
+            return [[(self.packed.columns(c0, c1), i, 0, oh, c0, c1) for i in range(n)] for c0, c1 in bands]
         rows = n * oh
         step = -(-rows // lanes)
         return [[(self.packed, i, max(r0, i * oh) - i * oh, min(r0 + step, (i + 1) * oh) - i * oh, 0, ocp)

@@ -402,6 +402,18 @@ class PackedWeights:
         self.batch = t if batched else None
         self.fn = _kernel()
 
+    def columns(self, c0: int, c1: int) -> PackedWeights:
+        """Output columns [c0, c1) (c0 a multiple of the panel width) as weights sharing these panels and bias (a
+        lane's band of output channels without a copy of its weights)."""
+        nr = self.panels.shape[3]
+        if c0 % nr or not 0 <= c0 < c1 <= self.shape[1]:
+            raise ValueError(f"packed GEMM: columns {c0}..{c1} of {self.shape}")
+        band = object.__new__(PackedWeights)
+        band.panels = self.panels[:, c0 // nr: -(-c1 // nr)]
+        band.bias, band.zeros = (b[c0: c0 + band.panels.shape[1] * nr] for b in (self.bias, self.zeros))
+        band.shape, band.batch, band.fn = (self.shape[0], c1 - c0), self.batch, self.fn
+        return band
+
     def matmul(self, a: np.ndarray, out: np.ndarray, lo: float = -np.inf, hi: float = np.inf,
                rows: int | None = None, first: int = 0, bias: bool = True, start: int = 0) -> None:
         """``out = clamp(a @ w[first:first + rows] + bias, lo, hi)`` (see the class docstring; ``bias`` False: no
@@ -449,7 +461,7 @@ class PackedWeights:
                 or not out.flags.writeable or not 0 <= first <= first + rows <= k or rows < 1:
             raise ValueError(f"packed GEMM: cannot run {a.shape} {a.dtype} @ {self.shape} -> {out.shape} {out.dtype}")
         panel = self.panels.shape[2] * self.panels.shape[3]
-        b = _address(self.panels) + 4 * (first * self.panels.shape[3] + start * self.panels[0].size)
+        b = _address(self.panels) + 4 * (first * self.panels.shape[3] + start * (self.panels.strides[0] // 4))
         add = _address(self.bias if bias else self.zeros)
         if self.batch is None:
             if a.ndim != 2 or a.strides[0] % 4 or out.strides[0] % 4 or a.shape[0] == 0:
@@ -464,5 +476,5 @@ class PackedWeights:
         if not (a.shape[0] and a.shape[1]):
             return None
         return (_address(a), a.strides[1] // 4, b, panel, _address(out), out.strides[1] // 4, a.shape[1], rows,
-                n, add, lo, hi, a.shape[0], a.strides[0] // 4, self.panels[0].size, out.strides[0] // 4,
+                n, add, lo, hi, a.shape[0], a.strides[0] // 4, self.panels.strides[0] // 4, out.strides[0] // 4,
                 _row_block(out.strides[1], n), 1, rows, 0)

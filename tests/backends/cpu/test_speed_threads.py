@@ -259,3 +259,27 @@ def test_im2col_1x1_reads_nc4hw4_in_place(monkeypatch: pytest.MonkeyPatch, ic: i
     kernel.run(x_in, out_in, pack_nc4hw4(residual), True)
     assert_close(unpack_nc4hw4(out_in, oc), np.maximum(ref + residual, 0), rtol=2e-5)
     assert sorted(products) == ([(lane, False) for lane in range(threads)] if threads > 1 else [(0, True)])
+
+
+@pytest.mark.parametrize(("m", "k", "n", "threads"), [(1, 512, 1000, 2), (3, 256, 1100, 3)])
+def test_flat_gemm_bands_of_output_columns(m: int, k: int, n: int, threads: int) -> None:
+    """A flat GEMM of few rows and >= 1 MB of weights (a classifier) with threads: each lane takes whole panels of
+    output columns over the shared packed weights; against float64."""
+    from helpers import assert_close
+    from mnnpy.backends.cpu.compute import packed_gemm
+    from mnnpy.backends.cpu.compute.conv import make_conv2d_kernel
+    from mnnpy.backends.cpu.compute.nc4hw4 import pack_nc4hw4, packed_shape, unpack_nc4hw4
+    from support.models import make_conv
+
+    if not packed_gemm.available():
+        pytest.skip(f"the packed GEMM is off here: {packed_gemm.describe()}")
+    conv = make_conv(k, n, (1, 1), relu=True, seed=n)
+    x = np.random.default_rng(k).standard_normal((m, k, 1, 1)).astype(np.float32)
+    kernel = make_conv2d_kernel(conv, 12, x.shape, threads=threads)
+    assert kernel.col_bands is not None and len(kernel.col_bands) == threads
+    assert all(c0 % packed_gemm.panel_width() == 0 for c0, _ in kernel.col_bands)
+    out = np.full(packed_shape(kernel.out_shape), np.nan, dtype=np.float32)
+    kernel.run(pack_nc4hw4(x), out)
+    w = np.asarray(conv.weight, np.float64).reshape(n, k)
+    want = np.maximum(x.reshape(m, k).astype(np.float64) @ w.T + np.asarray(conv.bias, np.float64), 0)
+    assert_close(unpack_nc4hw4(out, n).reshape(m, n), want, rtol=2e-5)

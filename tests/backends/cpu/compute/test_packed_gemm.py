@@ -242,3 +242,23 @@ def test_store_nc4_adds_clamps_and_packs_regions() -> None:
     assert not outside.any()
     assert pg.bind_store_nc4(y, whole[:, 1:5, 2:6, ::-1]) is None  # reversed pixels
     assert pg.bind_store_nc4(y[:, :, ::2], out[:, :, :, :4]) is None  # pixels not contiguous in y
+
+
+def test_columns_share_the_panels() -> None:
+    """``columns(c0, c1)``: a band of output columns over the same panels and bias (no copy), equal to those columns
+    of the whole product; a band must start at a panel."""
+    rng = np.random.default_rng(5)
+    nr = pg.panel_width()
+    w, bias = rng.standard_normal((37, 3 * nr + 5)).astype(np.float32), rng.standard_normal(3 * nr + 5)
+    packed = pg.PackedWeights(w, bias.astype(np.float32))
+    a = rng.standard_normal((11, 37)).astype(np.float32)
+    whole = np.empty((11, w.shape[1]), np.float32)
+    packed.matmul(a, whole, 0.0, np.inf)
+    for c0, c1 in ((0, nr), (nr, 3 * nr + 5), (2 * nr, 2 * nr + 3)):
+        band = packed.columns(c0, c1)
+        assert np.shares_memory(band.panels, packed.panels)
+        out = np.empty((11, c1 - c0), np.float32)
+        band.matmul(a, out, 0.0, np.inf)
+        np.testing.assert_array_equal(out, whole[:, c0:c1])
+    with pytest.raises(ValueError, match="columns"):
+        packed.columns(3, nr)
