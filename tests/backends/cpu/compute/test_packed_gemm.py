@@ -262,3 +262,28 @@ def test_columns_share_the_panels() -> None:
         np.testing.assert_array_equal(out, whole[:, c0:c1])
     with pytest.raises(ValueError, match="columns"):
         packed.columns(3, nr)
+
+
+_AVX2 = """
+import sys
+from mnnpy.backends.cpu.compute import packed_gemm as pg
+real = pg._cpu_flags
+pg._cpu_flags = lambda: (lambda m, f: (m + " (avx2 test)", {x for x in f if not x.startswith("avx512")}))(*real())
+assert pg.available() and pg.vector_width() == 8, pg.describe()
+import pytest
+sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-k", "not avx2 and not fresh_process", *sys.argv[1:]]))
+"""
+
+
+def test_the_avx2_kernels_too(tmp_path: Path) -> None:
+    """On an AVX-512 machine, the AVX2 build of the same kernels (8-float vectors, 6-row tiles) runs this file's
+    tests and the compiled Winograd transforms' (in a process that hides the AVX-512 flags)."""
+    if "avx512f" not in (pg._cpu_flags() or ("", set()))[1]:
+        pytest.skip("this machine has no AVX-512: the AVX2 kernels are the ones every test runs already")
+    env = {**os.environ, "MNNPY_CACHE_DIR": str(tmp_path)}
+    env.pop("MNNPY_JIT", None)
+    here = Path(__file__).resolve()
+    done = subprocess.run([sys.executable, "-c", _AVX2, str(here),
+                           str(here.parents[1] / "test_speed_kernels.py::test_winograd_compiled_transforms")],
+                          env=env, capture_output=True, text=True, timeout=300, cwd=here.parents[4])
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
