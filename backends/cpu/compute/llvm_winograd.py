@@ -20,6 +20,9 @@ from .winograd import default_interp, winograd_matrices
 UNITS = ((2, 3), (4, 3), (6, 3), (2, 5), (4, 5), (2, 7))  # (u, k) with alpha = u + k - 1 in the strategy's set
 IN_ARGS = "ptr %XP, i64 %rs, i64 %cp, ptr %V, i64 %ps, i64 %rows, i64 %tw"
 OUT_ARGS = "ptr %M, i64 %mps, i64 %mts, ptr %Y, i64 %yps, i64 %yts, i64 %tiles, i64 %ch, ptr %B, float %lo, float %hi"
+STORE_ARGS = ("ptr %M, i64 %mps, i64 %mts, ptr %B, float %lo, float %hi, ptr %O, i64 %ors, i64 %ops, i64 %ocs,"
+              " ptr %R, i64 %rrs, i64 %rps, i64 %rcs, float %rlo, float %rhi, i64 %trows, i64 %tw, i64 %orows,"
+              " i64 %ocols, i64 %ch")
 
 
 def winograd_ir(vw: int) -> list[str]:
@@ -29,7 +32,8 @@ def winograd_ir(vw: int) -> list[str]:
     for u, k in UNITS:
         a = u + k - 1
         mat_a, mat_b, _ = winograd_matrices(u, k, default_interp(a))
-        lines += _transform_in(vw, u, k, mat_b.T) + _transform_out(vw, u, k, mat_a.T)
+        lines += _transform_in(vw, u, k, mat_b.T) + _transform_out(vw, u, k, mat_a.T) + _transform_store(vw, u, k,
+                                                                                                           mat_a.T)
     return lines
 
 
@@ -162,3 +166,64 @@ def _transform_out(vw: int, u: int, k: int, at: np.ndarray) -> list[str]:
                       f"  %yo{q} = add i64 %yo, %yq{q}", f"  %ya{q} = getelementptr float, ptr %Y, i64 %yo{q}",
                       f"  store {v} %d{q}, ptr %ya{q}, align 4"]
     return lines + tail
+
+
+def _transform_store(vw: int, u: int, k: int, at: np.ndarray) -> list[str]:
+    """``wino_store_U_K``: the output transform (as ``wino_out``) of trows x tw tiles stored straight into the
+    output: pixel (row, col), channel c at ``O + row ors + col ops + (c / 4) ocs + c % 4`` (NC4HW4: ops 4, ocs the
+    plane; NHWC: ops the pixel, ocs 4), rows < orows and columns < ocols only (the tiles overhanging the edge), plus
+    the residual ``R`` (its own strides) where not null, clamped to [rlo, rhi]."""
+    a, v, v4 = u + k - 1, f"<{vw} x float>", "<4 x float>"
+    lines = [f"define void @wino_store_{u}_{k}({STORE_ARGS}) {{", "entry:"]
+    emit = _Emitter(vw, lines)
+    head = [f"  %mq{q} = mul i64 %mps, {q}" for q in range(a * a)]
+    for name in ("lo", "hi"):
+        head += [f"  %{name}1 = insertelement {v} poison, float %{name}, i32 0",
+                 f"  %{name}s = shufflevector {v} %{name}1, {v} poison, <{vw} x i32> zeroinitializer"]
+    for name in ("rlo", "rhi"):
+        head += [f"  %{name}1 = insertelement {v4} poison, float %{name}, i32 0",
+                 f"  %{name}s = shufflevector {v4} %{name}1, {v4} poison, <4 x i32> zeroinitializer"]
+    head += ["  %hasr = icmp ne ptr %R, null", "  %tiles = mul i64 %trows, %tw"]
+    top, tail = _loops(head, "t", "%tiles", str(vw), "%ch")
+    lines += top
+    lines += ["  %mt = mul i64 %t, %mts", "  %mo = add i64 %mt, %c", "  %bp = getelementptr float, ptr %B, i64 %c",
+              f"  %bias = load {v}, ptr %bp, align 4", "  %tr = udiv i64 %t, %tw", "  %tc = urem i64 %t, %tw",
+              f"  %trow = mul i64 %tr, {u}", f"  %tcol = mul i64 %tc, {u}", "  %cb = udiv i64 %c, 4",
+              "  %oc = mul i64 %cb, %ocs", "  %rc = mul i64 %cb, %rcs"]
+    y = emit.sandwich(at, _load_grid(lines, v, "%M", a, lambda i, j: ["%mo", f"%mq{i * a + j}"]))
+    for i in range(u):
+        lines += [f"  %row{i} = add i64 %trow, {i}", f"  %rin{i} = icmp ult i64 %row{i}, %orows",
+                  f"  %orow{i} = mul i64 %row{i}, %ors", f"  %rrow{i} = mul i64 %row{i}, %rrs"]
+        for j in range(u):
+            q = i * u + j
+            lines += [f"  %b{q} = fadd {v} {y[i][j]}, %bias",
+                      f"  %l{q} = fcmp olt {v} %b{q}, %los", f"  %c{q} = select <{vw} x i1> %l{q}, {v} %los, {v} %b{q}",
+                      f"  %h{q} = fcmp ogt {v} %c{q}, %his", f"  %d{q} = select <{vw} x i1> %h{q}, {v} %his, {v} %c{q}",
+                      f"  %col{q} = add i64 %tcol, {j}", f"  %cin{q} = icmp ult i64 %col{q}, %ocols",
+                      f"  %in{q} = and i1 %rin{i}, %cin{q}", f"  br i1 %in{q}, label %st{q}, label %nx{q}", f"st{q}:",
+                      f"  %ocol{q} = mul i64 %col{q}, %ops", f"  %op{q} = add i64 %orow{i}, %ocol{q}",
+                      f"  %opc{q} = add i64 %op{q}, %oc", f"  %rcol{q} = mul i64 %col{q}, %rps",
+                      f"  %rp{q} = add i64 %rrow{i}, %rcol{q}", f"  %rpc{q} = add i64 %rp{q}, %rc"]
+            block = f"%st{q}"  # the block the stores continue in
+            for g in range(vw // 4):
+                x = f"{q}_{g}"
+                idx = ", ".join(f"i32 {4 * g + e}" for e in range(4))
+                lines += [f"  %s{x} = shufflevector {v} %d{q}, {v} poison, <4 x i32> <{idx}>",
+                          f"  %go{x} = mul i64 %ocs, {g}", f"  %oa{x} = add i64 %opc{q}, %go{x}",
+                          f"  %optr{x} = getelementptr float, ptr %O, i64 %oa{x}",
+                          f"  br i1 %hasr, label %ra{x}, label %rn{x}", f"ra{x}:",
+                          f"  %gr{x} = mul i64 %rcs, {g}", f"  %rq{x} = add i64 %rpc{q}, %gr{x}",
+                          f"  %rptr{x} = getelementptr float, ptr %R, i64 %rq{x}",
+                          f"  %rv{x} = load {v4}, ptr %rptr{x}, align 4", f"  %sr{x} = fadd {v4} %s{x}, %rv{x}",
+                          f"  %rl{x} = fcmp olt {v4} %sr{x}, %rlos",
+                          f"  %rc1{x} = select <4 x i1> %rl{x}, {v4} %rlos, {v4} %sr{x}",
+                          f"  %rh{x} = fcmp ogt {v4} %rc1{x}, %rhis",
+                          f"  %rc2{x} = select <4 x i1> %rh{x}, {v4} %rhis, {v4} %rc1{x}", f"  br label %rn{x}",
+                          f"rn{x}:", f"  %w{x} = phi {v4} [%s{x}, {block}], [%rc2{x}, %ra{x}]",
+                          f"  store {v4} %w{x}, ptr %optr{x}, align 4"]
+                block = f"%rn{x}"
+            lines += [f"  br label %nx{q}", f"nx{q}:"]
+    # the inner loop's body ends in block %nx{last}, not %cl: its phi must name that block as the latch
+    lines += tail
+    last = f"%nx{u * u - 1}"
+    return [line.replace("[%cn, %cl]", f"[%cn, {last}]") for line in lines]

@@ -63,7 +63,11 @@ _STORE_ARGS = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p
 # wino_in_U_K(XP, rs, cp, V, ps, rows, tw) and wino_out_U_K(M, mps, mts, Y, yps, yts, tiles, ch, B, lo, hi)
 _WINO_ARGS = ([ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, *[ctypes.c_int64] * 3],
               [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, *[ctypes.c_int64] * 4,
-               ctypes.c_void_p, ctypes.c_float, ctypes.c_float])
+               ctypes.c_void_p, ctypes.c_float, ctypes.c_float],
+              [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_float, ctypes.c_float,
+               ctypes.c_void_p, *[ctypes.c_int64] * 3, ctypes.c_void_p, *[ctypes.c_int64] * 3, ctypes.c_float,
+               ctypes.c_float, *[ctypes.c_int64] * 5])
+_WINO_SIDES = ("in", "out", "store")
 # packed_gemm(A, lda, B, panel, C, ldc, M, K, N, bias, lo, hi, batch, a_step, b_step, c_step, mc, nseg, seglen,
 # segstride): see ``llvm_ir.gemm_ir``
 _ARGS = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
@@ -131,10 +135,10 @@ def _loaded(lib: ctypes.CDLL, vw: int, mr: int, origin: str) -> Any:
     store.restype, store.argtypes = None, _STORE_ARGS
     wino = {}
     for u, k in WINOGRAD_UNITS:
-        pair = getattr(lib, f"wino_in_{u}_{k}"), getattr(lib, f"wino_out_{u}_{k}")
-        for f, argtypes in zip(pair, _WINO_ARGS, strict=True):
+        fns = tuple(getattr(lib, f"wino_{side}_{u}_{k}") for side in _WINO_SIDES)
+        for f, argtypes in zip(fns, _WINO_ARGS, strict=True):
             f.restype, f.argtypes = None, argtypes
-        wino[u, k] = pair
+        wino[u, k] = fns
     _STATE.update(lib=lib, vw=vw, mr=mr, nr=2 * vw, origin=origin, pool=pool, dw=dw, store=store, wino=wino)
     fn = lib.packed_gemm
     fn.restype = None
@@ -176,7 +180,7 @@ def _jit(ir: str | None, vw: int, mr: int, path: Path | None) -> Any:
     dw = ctypes.CFUNCTYPE(None, *_DW_ARGS)(engine.get_function_address("depthwise3x3"))
     store = ctypes.CFUNCTYPE(None, *_STORE_ARGS)(engine.get_function_address("store_nc4"))
     wino = {(u, k): tuple(ctypes.CFUNCTYPE(None, *args)(engine.get_function_address(f"wino_{side}_{u}_{k}"))
-                          for side, args in zip(("in", "out"), _WINO_ARGS, strict=True)) for u, k in WINOGRAD_UNITS}
+                          for side, args in zip(_WINO_SIDES, _WINO_ARGS, strict=True)) for u, k in WINOGRAD_UNITS}
     _STATE.update(engine=engine, vw=vw, mr=mr, nr=2 * vw, origin="compiled in memory", pool=pool, dw=dw,
                   store=store, wino=wino)
     return ctypes.CFUNCTYPE(None, *_ARGS)(engine.get_function_address("packed_gemm"))
@@ -359,6 +363,40 @@ def bind_winograd_out(unit: int, k: int, m: np.ndarray, y: np.ndarray, bias: np.
     args = (_address(m), m.strides[0] // 4, m.strides[1] // 4, _address(y), y.strides[0] // 4, y.strides[1] // 4,
             m.shape[1], m.shape[2], _address(bias), *clamp)
     return _foreign_call(_STATE["wino"][unit, k][1], args, (m, y, bias))
+
+
+def bind_winograd_store(unit: int, k: int, m: np.ndarray, bias: np.ndarray, clamp: tuple[float, float],
+                        out: np.ndarray, residual: np.ndarray | None, rclamp: tuple[float, float],
+                        tiles: tuple[int, int]) -> Callable[[], None] | None:
+    """The output transform of ``m`` [alpha², T, C] (T = tiles[0] x tiles[1] tile rows x columns) with ``bias``,
+    clamped, stored straight into ``out``: an NC4HW4 region [C/4, rows, cols, 4] or an NHWC one [rows, cols, C]
+    starting at the tiles' first pixel (rows and columns past its end are not written), plus ``residual`` (NC4HW4,
+    shaped like ``out``) clamped to ``rclamp``; one foreign call (``wino_store`` in ``llvm_winograd``) checked once
+    here. None where it does not apply (layouts, channel counts)."""
+    a, (trows, tw) = unit + k - 1, tiles
+    ch = m.shape[2]
+    if out.ndim == 4:
+        if out.shape[0] * 4 != ch:
+            return None
+        rows, cols = out.shape[1], out.shape[2]
+        strides = (out.strides[1], out.strides[2], out.strides[0])
+    elif out.ndim == 3 and out.shape[2] == ch and residual is None:
+        rows, cols = out.shape[:2]
+        strides = (out.strides[0], out.strides[1], 16)
+    else:
+        return None
+    if not (m.shape[0] == a * a and m.shape[1] == trows * tw and bias.shape == (ch,) and m.strides[2] == 4
+            and ch % _STATE["vw"] == 0 and bias.flags.c_contiguous and out.flags.writeable and out.strides[-1] == 4
+            and (out.ndim == 3 or out.shape[3] == 4) and rows <= trows * unit and cols <= tw * unit
+            and all(x.dtype == np.float32 for x in (m, bias, out)) and min(strides) > 0
+            and (residual is None or (residual.shape == out.shape and residual.strides[-1] == 4
+                                      and residual.dtype == np.float32))):
+        return None
+    rs = (0, 0, 0) if residual is None else (residual.strides[1], residual.strides[2], residual.strides[0])
+    args = (_address(m), m.strides[0] // 4, m.strides[1] // 4, _address(bias), *clamp, _address(out),
+            *(x // 4 for x in strides), 0 if residual is None else _address(residual), *(x // 4 for x in rs), *rclamp,
+            trows, tw, rows, cols, ch)
+    return _foreign_call(_STATE["wino"][unit, k][2], args, tuple(x for x in (m, bias, out, residual) if x is not None))
 
 
 def vector_width() -> int:

@@ -63,6 +63,11 @@ BLOCK_BYTES = WINOGRAD_BLOCK_BYTES
 # 0.936x the run time (in-process A/B); ResNet-18's inputs (<= 0.9 MB) stay in cache either way: neutral.
 ROW_COPY_FROM = 4 << 20
 BAND_PHASES = True  # channel bands in two phases (see WinogradKernel.__init__)
+# The compiled output transform stores each pixel's channel vector into the output itself (NC4HW4: a 16-byte store
+# per plane): while an image's output fits in L2 that beats the transform into scratch and numpy's copies (ResNet-18
+# paired 0.948 at 1 thread, 0.946 at 2); on the UNet block's 16 MB outputs it lost (1.075; 1.033 with only its NHWC
+# chain link fused): the transform into scratch and numpy's copies there.
+FUSED_STORE_MAX_BYTES = 2 << 20
 _ORDER = (2, 5, 3, 0, 4, 1)  # [u, u, n, th, tw, oc4] -> [n, oc4, th, u, tw, u]
 
 
@@ -311,9 +316,42 @@ class WinogradKernel(Conv2DKernel):
         these arrays and kept (a run then makes no views: less Python per block, so the lanes hold the GIL less)."""
         key = (array_place(out), None if residual is None else (array_place(residual), relu))
         if key not in self._stores:  # a chain's producer also runs plainly (callbacks): a few keys at most
-            self._stores[key] = [[self._block_stores(b, out) + self._block_residual(b, out, residual, relu)
-                                  for b in lane] for lane in self.lanes]
+            fused = self._fused_stores(out, residual, relu) if self.compiled else None
+            self._stores[key] = fused or [[self._block_stores(b, out) + self._block_residual(b, out, residual, relu)
+                                           for b in lane] for lane in self.lanes]
         return self._stores[key]
+
+    def _fused_stores(self, out: np.ndarray, residual: np.ndarray | None, relu: bool) -> list | None:
+        """Per lane, per block, per image: the compiled output transform storing straight into ``out`` (and adding
+        the residual): ``packed_gemm.bind_winograd_store``, one ``(call,)`` entry each; None where any cannot."""
+        u, k, tw = self.unit, self.params.kernel[0], self.tiles[2]
+        oh = out.shape[1 if out.ndim == 4 else 2]
+        if out[0].nbytes > FUSED_STORE_MAX_BYTES:
+            return None
+        lanes = []
+        for lane in self.lanes:
+            blocks = []
+            for b in lane:
+                n0, n1, row0, row1 = b.rows
+                (c0, c1), rb, rows = b.oc4, b.d.shape[3], min(row1, oh) - row0
+                calls = []
+                for i in range(n0, n1):
+                    m = b.m_groups[:, (i - n0) * rb * tw:(i - n0 + 1) * rb * tw]
+                    if out.ndim == 4:
+                        dst, res = out[i, row0:row0 + rows, :, c0 * PACK:c1 * PACK], None
+                    else:
+                        dst = out[i, c0:c1, row0:row0 + rows]
+                        res = None if residual is None else residual[i, c0:c1, row0:row0 + rows]
+                    if residual is not None and res is None:
+                        return None
+                    call = packed_gemm.bind_winograd_store(u, k, m, b.bias_tile[0], self.clamp_bounds(), dst, res,
+                                                           (0.0 if relu else -np.inf, np.inf), (rb, tw))
+                    if call is None:
+                        return None
+                    calls.append((call,))
+                blocks.append(calls)
+            lanes.append(blocks)
+        return lanes
 
     @staticmethod
     def _block_residual(b: _Block, out: np.ndarray, residual: np.ndarray | None, relu: bool) -> list[tuple]:
@@ -413,6 +451,10 @@ class WinogradKernel(Conv2DKernel):
             self._transform_out(b, stores[k])
 
     def _transform_out(self, b: _Block, stores: list[tuple[np.ndarray, np.ndarray]]) -> None:
+        if stores and len(stores[0]) == 1:  # the compiled transform stores into the output itself
+            for (call,) in stores:
+                call()
+            return
         if self.compiled:  # Aᵀ M A, bias and activation in one compiled pass (``packed_gemm.bind_winograd_out``)
             uu, ch = self.unit * self.unit, b.m_groups.shape[2]
             self.bound_call(("out", id(b)), lambda: packed_gemm.bind_winograd_out(

@@ -60,17 +60,18 @@ def _fused_add(session: object) -> bool:
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize(("algorithm", "down", "batch", "relu"),
-                         [("winograd:2", False, 1, True), ("winograd:4", False, 2, False), ("im2col", False, 1, True),
-                          ("winograd:2", True, 1, True), ("im2col", True, 2, True)])
+@pytest.mark.parametrize(("algorithm", "down", "batch", "relu", "c"),
+                         [("winograd:2", False, 1, True, 8), ("winograd:4", False, 2, False, 8),
+                          ("im2col", False, 1, True, 8), ("winograd:2", True, 1, True, 8), ("im2col", True, 2, True, 8),
+                          ("winograd:4", False, 2, True, 16)])  # (16: whole vectors, the compiled transforms' store)
 def test_residual_add_fused_and_matches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, algorithm: str,
-                                        down: bool, batch: int, relu: bool, threads: int) -> None:
+                                        down: bool, batch: int, relu: bool, c: int, threads: int) -> None:
     from mnnpy.backends.cpu.compute import blas, packed_gemm
 
     if threads > 1:  # small layers: lanes anyway
         monkeypatch.setattr(blas, "LANE_MIN_FLOPS", 1.0)
-    src = _model(tmp_path, 8, 14, batch, down, relu)
-    x = np.random.default_rng(threads).standard_normal((batch, 8, 14, 14)).astype(np.float32)
+    src = _model(tmp_path, c, 14, batch, down, relu)
+    x = np.random.default_rng(threads).standard_normal((batch, c, 14, 14)).astype(np.float32)
     fast, plain, session = fused_and_plain(src, x, algorithm, threads)
     check_against_ort(src, x, fast, plain)
     # with lanes a 3x3 im2col kernel reads its input rows as it goes, so where the arena put the Add's output over

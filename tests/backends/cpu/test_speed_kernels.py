@@ -313,8 +313,9 @@ def test_global_pool(spatial: tuple[int, ...], is_max: bool) -> None:
 @pytest.mark.parametrize("threads", [1, 2])
 def test_winograd_compiled_transforms(unit: int, k: int, threads: int) -> None:
     """Every (u, k) with compiled transforms (``llvm_winograd``): 32 channels (whole vectors), tiles overhanging
-    the edge, batch 2, bias and ReLU, one and two lanes; against float64 direct convolution. 20 channels (not
-    whole vectors) keep numpy's transforms."""
+    the edge, batch 2, bias and ReLU, one and two lanes, with and without a fused residual Add (the output transform
+    then stores into the output itself); against float64 direct convolution. 20 channels (not whole vectors) keep
+    numpy's transforms and copies."""
     sys.path.insert(0, str(Path(__file__).parent))
     from compute.helpers import assert_close, reference_conv, run_kernel
     from mnnpy.backends.cpu.compute import packed_gemm
@@ -323,10 +324,21 @@ def test_winograd_compiled_transforms(unit: int, k: int, threads: int) -> None:
 
     if not packed_gemm.available():
         pytest.skip(f"no compiled kernels here: {packed_gemm.describe()}")
+    from mnnpy.backends.cpu.compute.nc4hw4 import pack_nc4hw4, packed_shape, unpack_nc4hw4
+
     for channels, compiled in ((32, True), (20, False)):
         conv = make_conv(channels, channels, (k, k), pads=(k // 2,) * 4, relu=True, seed=unit * k)
         conv.bias = (np.asarray(conv.bias) * 5).astype(np.float32)
         x = np.random.default_rng(k).standard_normal((2, channels, 11, 13)).astype(np.float32)
         got, kernel = run_kernel(conv, 12, x, force=f"winograd:{unit}", threads=threads)
         assert kernel.compiled == compiled
-        assert_close(got, reference_conv(x.astype(np.float64), conv, conv2d_params(conv, 12, x.shape)), rtol=2e-5)
+        want = reference_conv(x.astype(np.float64), conv, conv2d_params(conv, 12, x.shape))
+        assert_close(got, want, rtol=2e-5)
+        # a fused residual Add: the compiled transform stores output + residual (then ReLU) itself
+        residual = np.random.default_rng(1).standard_normal(want.shape).astype(np.float32)
+        out = np.full(packed_shape(kernel.out_shape), np.nan, dtype=np.float32)
+        kernel.run(pack_nc4hw4(x), out, pack_nc4hw4(residual), True)
+        assert_close(unpack_nc4hw4(out, channels), np.maximum(want + residual, 0), rtol=2e-5)
+        stores = list(kernel._stores.values())
+        assert all((len(entry) == 1) == compiled for key in stores for lane in key for block in lane
+                   for entry in block)
