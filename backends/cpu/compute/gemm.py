@@ -15,7 +15,7 @@ import numpy as np
 from mnnpy.core.memory import static_zeros
 from mnnpy.core.strategy import ConvPlan, strassen_split
 
-from . import packed_gemm
+from . import ir_binds, packed_gemm
 from .blas import lane_count, run_lanes
 from .common import (
     COUNTERS,
@@ -325,12 +325,12 @@ class Gemm1x1Kernel(Conv2DKernel):
 
     def _bind_from_nhwc(self, x: np.ndarray, out: np.ndarray, residual: np.ndarray | None, relu: bool) -> partial:
         """``run_from_nhwc`` as two foreign calls: the packed GEMM with its bias and clamp, then the compiled store
-        (``packed_gemm.bind_store_nc4``: NC4HW4 layout and residual in one pass; ~2x numba's bias + layout store on
+        (``ir_binds.bind_store_nc4``: NC4HW4 layout and residual in one pass; ~2x numba's bias + layout store on
         MobileNetV2's shapes, e.g. [3136, 24] 37 -> 15 us hot)."""
         assert self.packed is not None
         gemm = self.packed.bind(x.reshape(self.y_mat.shape[0], -1), self.y_mat, *self.clamp_bounds(),
                                 rows=self.weight.shape[0])
-        store = packed_gemm.bind_store_nc4(self.y, out, residual=residual, rclamp=(0.0 if relu else -np.inf, np.inf))
+        store = ir_binds.bind_store_nc4(self.y, out, residual=residual, rclamp=(0.0 if relu else -np.inf, np.inf))
         if store is None:
             raise ValueError(f"no compiled store from {self.y.shape} into {out.shape}")
         return partial(in_turn, (gemm, store))

@@ -24,7 +24,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from mnnpy.core.strategy import DIRECT_LANE_WEIGHT, IM2COL_LANE_WEIGHT, IM2COL_TILE_BYTES, ConvPlan, output_tiles
 
-from . import packed_gemm
+from . import ir_binds, packed_gemm
 from .blas import lane_count, new_claim, run_lanes
 from .common import (
     COUNTERS,
@@ -267,7 +267,7 @@ class Im2ColKernel(Conv2DKernel):
     def _store(self, out: np.ndarray, residual: np.ndarray | None, relu: bool, region: tuple[slice, ...],
                y_pixels: np.ndarray, y2: np.ndarray | None = None, clamp: tuple[float, float] | None = None) -> None:
         """NHWC ``y_pixels`` [N, R, W, B, 4] into ``region`` of NC4HW4 ``out``, plus ``residual`` there (then ReLU)
-        if given: one compiled pass (``packed_gemm.bind_store_nc4``, bound once per arrays) where it runs, which
+        if given: one compiled pass (``ir_binds.bind_store_nc4``, bound once per arrays) where it runs, which
         can also add ``y2`` (a second partial product, [N * R * W, 4B] rows like ``y_pixels``'s) and clamp to
         ``clamp`` first (only given with the compiled store); else numpy's copy, add and clip."""
         if packed_gemm.available():
@@ -283,7 +283,7 @@ class Im2ColKernel(Conv2DKernel):
         """``_store``'s compiled pass bound to these arrays, or numpy's passes where it does not apply."""
         dst, res = out[region], None if residual is None else residual[region]
         y = y_pixels.reshape(*y_pixels.shape[:3], -1)
-        return packed_gemm.bind_store_nc4(y, dst, None if y2 is None else y2.reshape(y.shape), res,
+        return ir_binds.bind_store_nc4(y, dst, None if y2 is None else y2.reshape(y.shape), res,
                                           clamp or (-np.inf, np.inf), (0.0 if relu else -np.inf, np.inf)) \
             or partial(self._store_numpy, dst, res, relu, y_pixels, y2, clamp)
 

@@ -204,18 +204,14 @@ def gemm_ir(vw: int, mr: int) -> str:
             # plain GEMM is one segment of K): the accumulators live across both loops
             lines += [f"  br label %sl_{tag}", f"sl_{tag}:",
                       f"  %s_{tag} = phi i64 [0, %tile_{tag}], [%sn_{tag}, %se_{tag}]"]
-            for r in range(rows):
-                for h in range(halves):
-                    lines.append(f"  %sacc_{tag}{r}_{h} = phi {v} [%bias{h}, %tile_{tag}],"
-                                 f" [%fma_{tag}{r}_{h}, %se_{tag}]")
+            lines += [f"  %sacc_{tag}{r}_{h} = phi {v} [%bias{h}, %tile_{tag}], [%fma_{tag}{r}_{h}, %se_{tag}]"
+                      for r in range(rows) for h in range(halves)]
             lines += [f"  %sbase_{tag} = mul i64 %s_{tag}, %segstride",
                       f"  %kb0_{tag} = mul i64 %s_{tag}, %seglen",
                       f"  br label %kl_{tag}", f"kl_{tag}:",
                       f"  %k_{tag} = phi i64 [0, %sl_{tag}], [%kn_{tag}, %kl_{tag}]"]
-            for r in range(rows):
-                for h in range(halves):
-                    lines.append(f"  %acc_{tag}{r}_{h} = phi {v} [%sacc_{tag}{r}_{h}, %sl_{tag}],"
-                                 f" [%fma_{tag}{r}_{h}, %kl_{tag}]")
+            lines += [f"  %acc_{tag}{r}_{h} = phi {v} [%sacc_{tag}{r}_{h}, %sl_{tag}], [%fma_{tag}{r}_{h}, %kl_{tag}]"
+                      for r in range(rows) for h in range(halves)]
             lines += [f"  %kg_{tag} = add i64 %kb0_{tag}, %k_{tag}",
                       f"  %bk_{tag} = mul i64 %kg_{tag}, {nr}",
                       f"  %ak_{tag} = add i64 %sbase_{tag}, %k_{tag}"]

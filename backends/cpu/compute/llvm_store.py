@@ -1,5 +1,5 @@
 """LLVM IR text of the compiled NC4HW4 store (part of ``llvm_ir.kernels_ir``'s module, bound by
-``packed_gemm.bind_store_nc4``)."""
+``ir_binds.bind_store_nc4``)."""
 
 from __future__ import annotations
 

@@ -98,6 +98,13 @@ def _loops(head: list[str], outer: str, outer_end: str, inner_step: str, inner_e
     return top, tail
 
 
+def _bias_clamp(v: str, vw: int, q: int, value: str) -> list[str]:
+    """``%d{q}`` = ``value`` + the bias vector, clamped to [%los, %his] (compare-and-select: NaN passes)."""
+    return [f"  %b{q} = fadd {v} {value}, %bias",
+            f"  %l{q} = fcmp olt {v} %b{q}, %los", f"  %c{q} = select <{vw} x i1> %l{q}, {v} %los, {v} %b{q}",
+            f"  %h{q} = fcmp ogt {v} %c{q}, %his", f"  %d{q} = select <{vw} x i1> %h{q}, {v} %his, {v} %c{q}"]
+
+
 def _load_grid(lines: list[str], v: str, base: str, a: int, offsets: Callable[[int, int], list[str]]
                ) -> list[list[str]]:
     """Load a x a vectors, (i, j) at ``base`` plus the sum of the i64 values ``offsets(i, j)``; their names."""
@@ -160,9 +167,7 @@ def _transform_out(vw: int, u: int, k: int, at: np.ndarray) -> list[str]:
     for i in range(u):
         for j in range(u):
             q = i * u + j
-            lines += [f"  %b{q} = fadd {v} {y[i][j]}, %bias",
-                      f"  %l{q} = fcmp olt {v} %b{q}, %los", f"  %c{q} = select <{vw} x i1> %l{q}, {v} %los, {v} %b{q}",
-                      f"  %h{q} = fcmp ogt {v} %c{q}, %his", f"  %d{q} = select <{vw} x i1> %h{q}, {v} %his, {v} %c{q}",
+            lines += [*_bias_clamp(v, vw, q, y[i][j]),
                       f"  %yo{q} = add i64 %yo, %yq{q}", f"  %ya{q} = getelementptr float, ptr %Y, i64 %yo{q}",
                       f"  store {v} %d{q}, ptr %ya{q}, align 4"]
     return lines + tail
@@ -196,9 +201,7 @@ def _transform_store(vw: int, u: int, k: int, at: np.ndarray) -> list[str]:
                   f"  %orow{i} = mul i64 %row{i}, %ors", f"  %rrow{i} = mul i64 %row{i}, %rrs"]
         for j in range(u):
             q = i * u + j
-            lines += [f"  %b{q} = fadd {v} {y[i][j]}, %bias",
-                      f"  %l{q} = fcmp olt {v} %b{q}, %los", f"  %c{q} = select <{vw} x i1> %l{q}, {v} %los, {v} %b{q}",
-                      f"  %h{q} = fcmp ogt {v} %c{q}, %his", f"  %d{q} = select <{vw} x i1> %h{q}, {v} %his, {v} %c{q}",
+            lines += [*_bias_clamp(v, vw, q, y[i][j]),
                       f"  %col{q} = add i64 %tcol, {j}", f"  %cin{q} = icmp ult i64 %col{q}, %ocols",
                       f"  %in{q} = and i1 %rin{i}, %cin{q}", f"  br i1 %in{q}, label %st{q}, label %nx{q}", f"st{q}:",
                       f"  %ocol{q} = mul i64 %col{q}, %ops", f"  %op{q} = add i64 %orow{i}, %ocol{q}",

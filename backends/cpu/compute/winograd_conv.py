@@ -33,7 +33,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from mnnpy.core.strategy import WINOGRAD_BLOCK_BYTES, ConvPlan, winograd_channel_bands, winograd_layout
 
-from . import packed_gemm
+from . import ir_binds, packed_gemm
 from .blas import lane_count, new_claim, run_lanes
 from .common import (
     COUNTERS,
@@ -49,13 +49,13 @@ from .common import (
     in_turn,
     input_rows,
     nhwc_view,
-    pixel_copy,
     runs,
     scratch_buffer,
     shared_zeros,
 )
 from .packed_gemm import PackedWeights
 from .winograd import default_interp, transform_weights, transform_weights_into_panels, winograd_matrices
+from .winograd_stores import block_residual, block_stores, fused_stores
 
 BLOCK_BYTES = WINOGRAD_BLOCK_BYTES
 # A padded input above this many bytes is copied block by block (each block's rows just before its tiles are
@@ -63,12 +63,6 @@ BLOCK_BYTES = WINOGRAD_BLOCK_BYTES
 # 0.936x the run time (in-process A/B); ResNet-18's inputs (<= 0.9 MB) stay in cache either way: neutral.
 ROW_COPY_FROM = 4 << 20
 BAND_PHASES = True  # channel bands in two phases (see WinogradKernel.__init__)
-# The compiled output transform stores each pixel's channel vector into the output itself (NC4HW4: a 16-byte store
-# per plane): while an image's output fits in L2 that beats the transform into scratch and numpy's copies (ResNet-18
-# paired 0.948 at 1 thread, 0.946 at 2); on the UNet block's 16 MB outputs it lost (1.075; 1.033 with only its NHWC
-# chain link fused): the transform into scratch and numpy's copies there.
-FUSED_STORE_MAX_BYTES = 2 << 20
-_ORDER = (2, 5, 3, 0, 4, 1)  # [u, u, n, th, tw, oc4] -> [n, oc4, th, u, tw, u]
 
 
 class _Block(NamedTuple):
@@ -316,80 +310,10 @@ class WinogradKernel(Conv2DKernel):
         these arrays and kept (a run then makes no views: less Python per block, so the lanes hold the GIL less)."""
         key = (array_place(out), None if residual is None else (array_place(residual), relu))
         if key not in self._stores:  # a chain's producer also runs plainly (callbacks): a few keys at most
-            fused = self._fused_stores(out, residual, relu) if self.compiled else None
-            self._stores[key] = fused or [[self._block_stores(b, out) + self._block_residual(b, out, residual, relu)
+            fused = fused_stores(self, out, residual, relu) if self.compiled else None
+            self._stores[key] = fused or [[block_stores(self, b, out) + block_residual(b, out, residual, relu)
                                            for b in lane] for lane in self.lanes]
         return self._stores[key]
-
-    def _fused_stores(self, out: np.ndarray, residual: np.ndarray | None, relu: bool) -> list | None:
-        """Per lane, per block, per image: the compiled output transform storing straight into ``out`` (and adding
-        the residual): ``packed_gemm.bind_winograd_store``, one ``(call,)`` entry each; None where any cannot."""
-        u, k, tw = self.unit, self.params.kernel[0], self.tiles[2]
-        oh = out.shape[1 if out.ndim == 4 else 2]
-        if out[0].nbytes > FUSED_STORE_MAX_BYTES:
-            return None
-        lanes = []
-        for lane in self.lanes:
-            blocks = []
-            for b in lane:
-                n0, n1, row0, row1 = b.rows
-                (c0, c1), rb, rows = b.oc4, b.d.shape[3], min(row1, oh) - row0
-                calls = []
-                for i in range(n0, n1):
-                    m = b.m_groups[:, (i - n0) * rb * tw:(i - n0 + 1) * rb * tw]
-                    if out.ndim == 4:
-                        dst, res = out[i, row0:row0 + rows, :, c0 * PACK:c1 * PACK], None
-                    else:
-                        dst = out[i, c0:c1, row0:row0 + rows]
-                        res = None if residual is None else residual[i, c0:c1, row0:row0 + rows]
-                    if residual is not None and res is None:
-                        return None
-                    call = packed_gemm.bind_winograd_store(u, k, m, b.bias_tile[0], self.clamp_bounds(), dst, res,
-                                                           (0.0 if relu else -np.inf, np.inf), (rb, tw))
-                    if call is None:
-                        return None
-                    calls.append((call,))
-                blocks.append(calls)
-            lanes.append(blocks)
-        return lanes
-
-    @staticmethod
-    def _block_residual(b: _Block, out: np.ndarray, residual: np.ndarray | None, relu: bool) -> list[tuple]:
-        """The block's share of a fused residual Add: its output rows and channel bands of NC4HW4 ``out`` and of
-        ``residual``."""
-        if residual is None:
-            return []
-        n0, n1, row0, row1 = b.rows
-        region = (slice(n0, n1), slice(*b.oc4), slice(row0, min(row1, out.shape[2])))
-        return [(out[region], residual[region], relu)]
-
-    def _block_stores(self, b: _Block, out: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Whole tiles straight into the output: one copy when they cover it, else up to four (the clipped last
-        tile row / column where the tiles overhang the edge). NC4HW4 ``out`` takes 16-byte pixels, NHWC ``out``
-        (4-D) each pixel's band of channels as one element."""
-        u = self.unit
-        nhwc = out.ndim == 4
-        ow = out.shape[2 if nhwc else 3]
-        n0, n1, row0, row1 = b.rows
-        tiles = b.tiles  # [x, y, n, r, t, oc4, 4] -> out[n, oc4, row0 + r*u + x, t*u + y]
-        if nhwc:
-            tiles = tiles.reshape(*tiles.shape[:5], -1)  # [x, y, n, r, t, oc] -> out[n, row0 + r*u + x, t*u + y, oc]
-        bands = slice(*b.oc4)
-        stores = []
-        for r_a, r_b, ur in _spans(row1 - row0, u):
-            rows = slice(row0 + r_a * u, row0 + r_a * u + (r_b - r_a) * ur)
-            for c_a, c_b, uc in _spans(ow, u):
-                cols = slice(c_a * u, c_a * u + (c_b - c_a) * uc)
-                src = tiles[:ur, :uc, :, r_a:r_b, c_a:c_b]
-                if nhwc:
-                    dst = out[n0:n1, rows, cols, bands.start * PACK: bands.stop * PACK].view()
-                    dst.shape = (n1 - n0, r_b - r_a, ur, c_b - c_a, uc, dst.shape[3])  # a view (raises if not)
-                    stores.append(runs(dst, src.transpose(2, 3, 0, 4, 1, 5)))
-                    continue
-                dst = out[n0:n1, bands, rows, cols].view()
-                dst.shape = (n1 - n0, dst.shape[1], r_b - r_a, ur, c_b - c_a, uc, PACK)  # a view (raises if not)
-                stores.append(pixel_copy(dst, src, _ORDER))
-        return stores
 
     def _transform_in(self, b: _Block) -> None:
         if self.compiled:
@@ -401,13 +325,13 @@ class WinogradKernel(Conv2DKernel):
         np.matmul(self.bt, b.e_3d, out=b.v)
 
     def _bind_in(self, b: _Block, n0: int, n1: int, r0: int, r1: int | None = None) -> Callable[[], None]:
-        """The compiled input transform (``packed_gemm.bind_winograd_in``) of images n0..n1, tile rows r0..r1 (None:
+        """The compiled input transform (``ir_binds.bind_winograd_in``) of images n0..n1, tile rows r0..r1 (None:
         the block's) into ``b``'s V, one call per image."""
         a, u, tw = self.alpha, self.unit, self.tiles[2]
         rb = b.d.shape[3]
         r1 = r0 + rb if r1 is None else r1
         v = b.v.reshape(a * a, -1, self.xp.shape[3])
-        calls = tuple(packed_gemm.bind_winograd_in(u, self.params.kernel[0], self.xp[i, r0 * u:],
+        calls = tuple(ir_binds.bind_winograd_in(u, self.params.kernel[0], self.xp[i, r0 * u:],
                                                    v[:, ((i - n0) * rb + r0 - b.rows[2] // u) * tw:], r1 - r0, tw)
                       for i in range(n0, n1))
         return calls[0] if len(calls) == 1 else partial(in_turn, calls)
@@ -455,9 +379,9 @@ class WinogradKernel(Conv2DKernel):
             for (call,) in stores:
                 call()
             return
-        if self.compiled:  # Aᵀ M A, bias and activation in one compiled pass (``packed_gemm.bind_winograd_out``)
+        if self.compiled:  # Aᵀ M A, bias and activation in one compiled pass (``ir_binds.bind_winograd_out``)
             uu, ch = self.unit * self.unit, b.m_groups.shape[2]
-            self.bound_call(("out", id(b)), lambda: packed_gemm.bind_winograd_out(
+            self.bound_call(("out", id(b)), lambda: ir_binds.bind_winograd_out(
                 self.unit, self.params.kernel[0], b.m_groups, b.y.reshape(uu, -1, ch), b.bias_tile[0],
                 self.clamp_bounds()))()
         else:
@@ -478,12 +402,6 @@ class WinogradKernel(Conv2DKernel):
         if b.m_bias is None:
             add_row_bias(b.y_rows, b.bias_tile)
         self._activate(b.y_rows)
-
-
-def _spans(size: int, u: int) -> list[tuple[int, int, int]]:
-    """Tiles of ``u`` covering ``size``: (first, end, rows used) for the whole tiles and the clipped last one."""
-    whole, rest = divmod(size, u)
-    return ([(0, whole, u)] if whole else []) + ([(whole, whole + 1, rest)] if rest else [])
 
 
 def _by_columns(buf: np.ndarray, alpha: int) -> np.ndarray:

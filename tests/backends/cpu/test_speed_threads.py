@@ -180,7 +180,7 @@ def test_im2col_weight_heavy_lanes_split_taps(monkeypatch: pytest.MonkeyPatch, i
     (taps x channels: kernel rows and taps split where needed) and multiplies its rows of the weights; the partial
     products are summed. Against float64 direct convolution (summation order differs from 1 lane)."""
     from helpers import assert_close, reference_conv
-    from mnnpy.backends.cpu.compute import packed_gemm
+    from mnnpy.backends.cpu.compute import ir_binds
     from mnnpy.backends.cpu.compute.conv import conv2d_params, make_conv2d_kernel
     from mnnpy.backends.cpu.compute.im2col import _k_ranges
     from mnnpy.backends.cpu.compute.nc4hw4 import pack_nc4hw4, packed_shape, unpack_nc4hw4
@@ -195,7 +195,7 @@ def test_im2col_weight_heavy_lanes_split_taps(monkeypatch: pytest.MonkeyPatch, i
     ref = reference_conv(x.astype(np.float64), conv, conv2d_params(conv, 12, shape))
     for compiled_store in (True, False):  # the sum, clamp and layout in one compiled pass, or numpy's passes
         if not compiled_store:
-            monkeypatch.setattr(packed_gemm, "bind_store_nc4", lambda *_, **__: None)
+            monkeypatch.setattr(ir_binds, "bind_store_nc4", lambda *_, **__: None)
         kernel = make_conv2d_kernel(conv, 12, shape, threads=threads, force="im2col")
         assert kernel.tap_lanes is not None and len(kernel.tap_lanes) == threads
         out = np.full(packed_shape(kernel.out_shape), np.nan, dtype=np.float32)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from mnnpy.backends.cpu.compute import ir_binds
 from mnnpy.backends.cpu.compute import packed_gemm as pg
 
 
@@ -230,7 +231,7 @@ def test_store_nc4_adds_clamps_and_packs_regions() -> None:
     residual = rng.standard_normal(whole.shape).astype(np.float32)
     y, y2 = (a[:, 2:6, :, 4:20] for a in ys)
     out, res = whole[:, 1:5, 2:6], residual[:, 1:5, 2:6]
-    store = pg.bind_store_nc4(y, out, y2, res, (0.0, 6.0), (0.0, np.inf))
+    store = ir_binds.bind_store_nc4(y, out, y2, res, (0.0, 6.0), (0.0, np.inf))
     assert store is not None
     store()
     total = (y.astype(np.float64) + y2).reshape(2, 4, 7, 4, 4).transpose(0, 3, 1, 2, 4)
@@ -240,8 +241,8 @@ def test_store_nc4_adds_clamps_and_packs_regions() -> None:
     outside = whole.copy()
     outside[:, 1:5, 2:6] = 0
     assert not outside.any()
-    assert pg.bind_store_nc4(y, whole[:, 1:5, 2:6, ::-1]) is None  # reversed pixels
-    assert pg.bind_store_nc4(y[:, :, ::2], out[:, :, :, :4]) is None  # pixels not contiguous in y
+    assert ir_binds.bind_store_nc4(y, whole[:, 1:5, 2:6, ::-1]) is None  # reversed pixels
+    assert ir_binds.bind_store_nc4(y[:, :, ::2], out[:, :, :, :4]) is None  # pixels not contiguous in y
 
 
 def test_columns_share_the_panels() -> None:
