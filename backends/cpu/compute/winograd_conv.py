@@ -130,13 +130,16 @@ class WinogradKernel(Conv2DKernel):
         bands = _bands(ocp // PACK, lanes) if by_channels else [(0, ocp // PACK)]
         self.by_channels = len(bands) > 1
         lanes = len(bands) if self.by_channels else block_lanes
-        if g == 1 and not self.by_channels and packed_gemm.available():
+        nr = packed_gemm.panel_width() if packed_gemm.available() else 0
+        if g == 1 and nr and all(b0 * PACK % nr == 0 for b0, _ in bands):
             # the transformed weights straight into the packed GEMM's panels (the alpha² position GEMMs of a block in
-            # one call), the only copy kept
+            # one call), the only copy kept; channel bands are bands of its panels (``PackedWeights.columns``: the
+            # numpy transform and a packed copy per band took ResNet-18's createSession at 2 threads to ~250 ms)
             whole = PackedWeights(None, shape=(a * a, cp, ocp))
             transform_weights_into_panels(wg, u, whole.panels)
-            self.weights = [whole.panels]
-            self.packed = {id(whole.panels): whole}
+            parts = [whole.columns(b0 * PACK, b1 * PACK) for b0, b1 in bands] if self.by_channels else [whole]
+            self.weights = [part.panels for part in parts]
+            self.packed = {id(part.panels): part for part in parts}
         else:
             if g == 1:
                 weights = transform_weights(wg, u, cp, ocp)[0]
