@@ -68,6 +68,8 @@ class Execution(ABC):
 
     algorithm: str = ""
     scratch_ref: TensorRef | None = None  # the planned chunk for `scratch_bytes()`, bound before on_resize
+    # A layout copy whose consumer may read the copy's source itself (`fuse_after`, offered before chains form)
+    feeds_one: bool = False
 
     def __init__(self, backend: Backend, op: Any, inputs: Sequence[TensorRef], outputs: Sequence[TensorRef]) -> None:
         self.backend = backend

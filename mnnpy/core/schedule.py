@@ -275,7 +275,7 @@ class Scheduler:
         # stem, `Execution.feeds_one`): the command then reads the copy's source itself, also as a chain's producer.
         fed: set[int] = set()
         for producer, cmd in itertools.pairwise(self.commands):
-            if getattr(producer.execution, "feeds_one", False) and pair(producer, cmd):
+            if producer.execution is not None and producer.execution.feeds_one and pair(producer, cmd):
                 calls = cmd.execution.fuse_after(producer.execution)
                 if calls is not None:
                     runs.update(zip((id(producer), id(cmd)), calls, strict=True))
@@ -294,13 +294,12 @@ class Scheduler:
             if self.commands[k - 1] is not producer or self.commands[k + 1] is not consumer:
                 continue
             if [alias.get(i, i) for i in consumer.inputs].count(dst) != 1 \
-                    or any(id(c) in runs and id(c) not in fed for c in chain) \
+                    or (id(producer) in runs and id(producer) not in fed) or id(cmd) in runs or id(consumer) in runs \
                     or any(c.execution is None or c.execution.backend is not cmd.execution.backend for c in chain):
                 continue
             calls = cmd.execution.fuse_between(producer.execution, consumer.execution)
             if calls is not None:
-                runs.update(zip((id(c) for c in chain), calls, strict=True))
-                fed.discard(id(producer))  # (the chain's run reads the fed producer's source too)
+                runs.update(zip((id(c) for c in chain), calls, strict=True))  # (a fed producer's: reads the source)
         for producer, cmd in itertools.pairwise(self.commands):  # pairs (`Execution.fuse_after[_chain]`)
             if id(cmd) in runs or not pair(producer, cmd):
                 continue

@@ -15,7 +15,7 @@ def bind_store_nc4(y: np.ndarray, out: np.ndarray, y2: np.ndarray | None = None,
                    ) -> Callable[[], None] | None:
     """NHWC ``y`` [N, R, W, 4B] (+ ``y2``, the same shape and strides), clamped, into the NC4HW4 region ``out``
     [N, B, R, W, 4] (+ ``residual``, shaped like ``out``, clamped again) as one foreign call (``store_nc4`` in
-    ``llvm_ir``) checked once here; None where the layouts do not fit (each image's rows of pixels contiguous)."""
+    ``llvm_store``) checked once here; None where the layouts do not fit (each image's rows of pixels contiguous)."""
     n, rows, w, ch = y.shape
     blocks = ch // 4
     arrays = [a for a in (y, y2, out, residual) if a is not None]

@@ -62,7 +62,6 @@ BLOCK_BYTES = WINOGRAD_BLOCK_BYTES
 # gathered: they are then read from L2, not L3/DRAM) at one lane too; lanes always do. The UNet block's 17 MB input:
 # 0.936x the run time (in-process A/B); ResNet-18's inputs (<= 0.9 MB) stay in cache either way: neutral.
 ROW_COPY_FROM = 4 << 20
-BAND_PHASES = True  # channel bands in two phases (see WinogradKernel.__init__)
 
 
 class _Block(NamedTuple):
@@ -188,7 +187,7 @@ class WinogradKernel(Conv2DKernel):
         # serially before the lanes (the copy) and again on every lane (the transform). ResNet-18 at 2 threads: see
         # tools/PERF.md, fifteenth session.
         self.phases: list[tuple] | None = None
-        if BAND_PHASES and self.by_channels and n == 1 and len(blocks) == 1 and len(self.lanes) > 1:
+        if self.by_channels and n == 1 and len(blocks) == 1 and len(self.lanes) > 1:
             v = self.lanes[0][0].v_groups
             self.lanes = [[b._replace(v_groups=v) for b in lane] for lane in self.lanes]
             self.blocks = self.lanes[0]

@@ -361,4 +361,4 @@ class Convolution(CPUExecution):
 def _source(conv: Any) -> np.ndarray:
     """What a convolution's run reads: its NC4HW4 input, or the NCHW array an input pack fused into it copies from
     (``Convolution.fuse_after``)."""
-    return conv.x_view if getattr(conv, "nchw_fed", None) is None else conv.nchw_fed
+    return conv.x_view if conv.nchw_fed is None else conv.nchw_fed
