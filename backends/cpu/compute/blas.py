@@ -27,6 +27,7 @@ import itertools
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from typing import Any
 
 import numpy  # noqa: F401 - loads the BLAS library both paths look for
@@ -210,6 +211,30 @@ def run_lanes(tasks: Sequence[Callable[[], None]], threads: int, shared: bool = 
     finally:
         if previous is not None and previous != want:
             set_blas_threads(previous)
+
+
+def run_phases(phases: Sequence[Sequence[Callable[[], None]]], threads: int, shared: bool = False) -> None:
+    """Run ``phases`` in order, each a list of lane tasks (as many in each): a phase's tasks may read what any lane
+    wrote in the phases before. With worker-process lanes (``shared``, x86), one hand-off whose lanes meet at a
+    shared-memory barrier between the phases (``procs.phased``: no worker answer, caller's Python and next message
+    between them); else each phase is its own ``run_lanes``."""
+    lanes = procs.active() if shared and len(phases) > 1 and len(phases[0]) > 1 and procs.phased_handoffs() \
+        else None
+    if lanes is not None:  # (recorded on its first run, which runs the phases on thread lanes below)
+        n = len(phases[0])
+        tasks = [partial(procs.phased, lanes.barrier, j, n, *(phase[j] for phase in phases)) for j in range(n)]
+        previous = get_blas_threads()
+        if previous is not None and previous != 1:
+            set_blas_threads(1)
+        try:
+            lanes.barrier.reset(n)
+            if lanes.run(tasks):
+                return
+        finally:
+            if previous is not None and previous != 1:
+                set_blas_threads(previous)
+    for phase in phases:
+        run_lanes(phase, threads, shared and lanes is None)
 
 
 def _drive(tasks: Sequence[Callable[[], None]]) -> None:

@@ -25,7 +25,7 @@ from numpy.lib.stride_tricks import as_strided
 from mnnpy.core.strategy import DIRECT_LANE_WEIGHT, IM2COL_LANE_WEIGHT, IM2COL_TILE_BYTES, ConvPlan, output_tiles
 
 from . import ir_binds, packed_gemm
-from .blas import lane_count, new_claim, run_lanes
+from .blas import lane_count, new_claim, run_lanes, run_phases
 from .common import (
     COUNTERS,
     PACK,
@@ -153,7 +153,7 @@ class Im2ColKernel(Conv2DKernel):
         # only its share of the columns (the gather no longer runs before the hand-off) and streams its rows of the
         # weights into a partial product; the partials are summed after (a [pixels, OCp] add). K is split evenly at
         # channel granularity (whole taps split ResNet-18's nine 5 / 4: lane 0 did 56% of the work).
-        self.tap_lanes = None
+        self.tap_lanes = self.tap_phases = None
         if self.bands is not None and not self.fold_bias and not self.direct:
             dst, src = first
             cols_mat, y_rows = self.steps[0][1:3]
@@ -164,6 +164,13 @@ class Im2ColKernel(Conv2DKernel):
                            for ky, x0, x1, c0, c1 in pieces]
                 multiply = self._multiply(k0, k1, cols_mat[:, k0:k1], product, i == 0)
                 self.tap_lanes.append((gathers, multiply, product))
+            # Two lanes with the packed GEMM hand off in three phases (``run_phases``): each lane copies half the
+            # input rows, then its taps, then sums and stores half the output rows (compiled store): nothing serial.
+            n, h = self.in_shape[0], self.in_shape[2]
+            r0, r1 = self.steps[0][4][2:4]
+            if self.packed is not None and len(self.tap_lanes) == 2:
+                self.tap_phases = [((0, n, a, b), rows) for (a, b), rows in zip(_halves(0, h), _halves(r0, r1),
+                                                                               strict=True)]
         COUNTERS["weight_transforms"] += 1
 
     def _direct_lanes(self, flops: float) -> list[list[tuple[Any, ...]]]:
@@ -224,12 +231,18 @@ class Im2ColKernel(Conv2DKernel):
             if len(lanes) == 1:
                 self._run_direct(0, x, out, residual, relu)
             elif np.may_share_memory(out, x):  # (a fused residual Add's output over x): all reads before any store
-                run_lanes([partial(self._run_direct, lane, x, None) for lane in lanes], self.plan.threads, self.shared)
-                run_lanes([partial(self._store_direct, lane, out, residual, relu) for lane in lanes], self.plan.threads,
-                          self.shared)
+                run_phases([[partial(self._run_direct, lane, x, None) for lane in lanes],
+                            [partial(self._store_direct, lane, out, residual, relu) for lane in lanes]],
+                           self.plan.threads, self.shared)
             else:
                 run_lanes([partial(self._run_direct, lane, x, out, residual, relu) for lane in lanes],
                           self.plan.threads, self.shared)
+            return
+        if self.tap_phases is not None and x is not None:
+            run_phases([[partial(copy_input_rows, self.interior, x, rows) for rows, _ in self.tap_phases],
+                        [partial(self._run_taps, *lane) for lane in self.tap_lanes],  # type: ignore[union-attr]
+                        [partial(self._store_taps, rows, out, residual, relu) for _, rows in self.tap_phases]],
+                       self.plan.threads, self.shared)
             return
         if self.input_copied_first:
             self._copy_input(x)
@@ -355,6 +368,16 @@ class Im2ColKernel(Conv2DKernel):
             if out is not None:
                 self._store(out, residual, relu, (slice(n0, n1), slice(None), slice(r0, r1)), y_pixels)
 
+    def _store_taps(self, rows: tuple[int, int], out: np.ndarray, residual: np.ndarray | None, relu: bool) -> None:
+        """Output rows [rows) of the K lanes' single tile: both partial products summed, clamped and stored (plus
+        the residual) in one compiled pass."""
+        a, b = rows
+        n0, n1, r0, _, _, y_pixels = self.steps[0][4]
+        key = ("taps", a, array_place(out), residual is not None and array_place(residual), relu)
+        y2 = self.tap_lanes[1][2].reshape(y_pixels.shape)[:, a - r0:b - r0]  # type: ignore[index]
+        self.bound_call(key, partial(self._bind_store, out, residual, relu, (slice(n0, n1), slice(None), slice(a, b)),
+                                     y_pixels[:, a - r0:b - r0], y2, self.bounds))()
+
     @staticmethod
     def _run_taps(gathers: list[tuple[np.ndarray, np.ndarray]], multiply: Callable[[], None],
                   product: np.ndarray) -> None:
@@ -375,6 +398,11 @@ class Im2ColKernel(Conv2DKernel):
         self._activate(band)
         self._store(out, residual, relu, (slice(None), slice(c0 // PACK, c1 // PACK)),
                     y_pixels[..., c0 // PACK: c1 // PACK, :])
+
+
+def _halves(start: int, end: int) -> list[tuple[int, int]]:
+    mid = (start + end + 1) // 2
+    return [(start, mid), (mid, end)]
 
 
 def _bands(size: int, lanes: int) -> list[tuple[int, int]]:

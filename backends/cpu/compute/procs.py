@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import platform
 import select
 import signal
 import struct
@@ -83,6 +84,71 @@ class SharedClaim:
         return k
 
 
+class SharedBarrier:
+    """Where the lanes of one phased hand-off (``phased``) meet between phases, in shared memory: lane j's count of
+    barriers reached on its own cache line, reset by the caller before each hand-off. A lane spins (Python reads of
+    the page) until every lane has reached its count: ~1 us against a hand-off's ~15 us between two (the worker's
+    answer, the caller's Python, the next message). Safe as plain stores on x86 only (TSO: a lane's stores of a
+    phase are seen before its count), so ``phased_handoffs()`` is False elsewhere. A spinning lane checks every ~1 ms
+    that the others still exist: the caller that a worker did (RuntimeError), a worker that its parent did (exit)."""
+
+    LINE = 8  # int64s per cache line
+
+    def __init__(self) -> None:
+        self._mem = mmap.mmap(-1, mmap.PAGESIZE)
+        self._slots = np.frombuffer(self._mem, dtype=np.int64)
+        self.owner = os.getpid()
+        self.pids: list[int] = []  # the workers (the caller's side checks them)
+
+    def reset(self, lanes: int) -> SharedBarrier:
+        self._slots[: lanes * self.LINE] = 0
+        return self
+
+    def arrive(self, lane: int, count: int) -> None:
+        self._slots[lane * self.LINE] = count
+
+    def wait(self, lane: int, lanes: int, count: int) -> None:
+        """Reach barrier ``count`` (1, 2, ...) and return once every one of ``lanes`` lanes has."""
+        slots, line = self._slots, self.LINE
+        slots[lane * line] = count
+        spins = 0
+        for j in range(lanes):
+            while slots[j * line] < count:
+                spins += 1
+                if not spins % 256:  # (~40 us: let a lane the scheduler put on this CPU run)
+                    os.sched_yield()
+                    if not spins % 8192:
+                        self._check()
+
+    def _check(self) -> None:
+        if os.getpid() != self.owner:
+            if os.getppid() != self.owner:
+                os._exit(1)
+            return
+        for pid in self.pids:
+            with contextlib.suppress(ChildProcessError):
+                if os.waitpid(pid, os.WNOHANG) != (0, 0):
+                    raise RuntimeError(f"a CPU lane worker process ({pid}) exited during a phased hand-off")
+
+
+def phased_handoffs() -> bool:
+    """Whether ``phased`` hand-offs may run (x86's store order, see SharedBarrier)."""
+    return platform.machine().lower() in ("x86_64", "amd64")
+
+
+def phased(barrier: SharedBarrier, lane: int, lanes: int, *tasks: Callable[[], None]) -> None:
+    """Lane ``lane`` of a phased hand-off of ``lanes``: its task of each phase in turn, meeting the other lanes at
+    ``barrier`` between them. A lane whose task raises (or is interrupted) lets the others through every barrier
+    left first, so no lane waits for it forever; the error comes back as any lane's does."""
+    try:
+        for count, task in enumerate(tasks):
+            if count:
+                barrier.wait(lane, lanes, count)
+            task()
+    finally:
+        barrier.arrive(lane, len(tasks) - 1)
+
+
 # id(array) -> (weak reference, data address): the address of an array met before without building its
 # ``__array_interface__`` dict (~1 us an array, up to 6 per hand-off). An entry goes when its array does (the callback),
 # so an id found here with its reference alive is that very array, whose data pointer never changes.
@@ -109,20 +175,44 @@ def _key_part(value: Any) -> Any:
         return ("a", _address(value), value.shape, value.strides, value.dtype)
     if value is None or isinstance(value, (int, float, str, bool)):
         return value
+    if isinstance(value, partial):  # (a phased hand-off's lane: ``phased`` with its phases' tasks)
+        return _task_part(value, _key_part)
     return ("o", id(value))
+
+
+def _task_part(task: partial, part: Callable[[Any], Any]) -> tuple:
+    if task.keywords:
+        raise TypeError("keywords")
+    func = task.func
+    head = (func.__func__, id(func.__self__)) if hasattr(func, "__self__") else (func,)
+    return (*head, *map(part, task.args))
+
+
+def _ident_part(value: Any) -> Any:
+    return _task_part(value, _ident_part) if isinstance(value, partial) else id(value)
+
+
+def _tasks_part(tasks: Sequence[Callable[[], None]], part: Callable[[Any], Any]) -> tuple | None:
+    if not all(isinstance(task, partial) for task in tasks):
+        return None
+    try:
+        return tuple(_task_part(task, part) for task in tasks)  # type: ignore[arg-type]
+    except TypeError:
+        return None
 
 
 def task_key(tasks: Sequence[Callable[[], None]]) -> tuple | None:
     """A key under which the same hand-off is found again next run: per task its function (and object) and its
-    arguments, arrays by address, shape and strides, other objects by identity (None: not all partials)."""
-    parts = []
-    for task in tasks:
-        if not isinstance(task, partial) or task.keywords:
-            return None
-        func = task.func
-        head = (func.__func__, id(func.__self__)) if hasattr(func, "__self__") else (func,)
-        parts.append((*head, *map(_key_part, task.args)))
-    return tuple(parts)
+    arguments, arrays by address, shape and strides, other objects by identity, partials (a phased lane's tasks)
+    by their own key (None: not all partials, or keywords)."""
+    return _tasks_part(tasks, _key_part)
+
+
+def task_ident(tasks: Sequence[Callable[[], None]]) -> tuple | None:
+    """``task_key``'s fast form: the identities of the functions, objects and arguments (~1 us against ~3.5).
+    ``ProcessLanes`` keeps it for each recorded hand-off, whose tasks the table keeps alive: no other live object
+    has those identities, so a run that finds it passes the very objects recorded (so the same ``task_key``)."""
+    return _tasks_part(tasks, _ident_part)
 
 
 class _Worker:
@@ -175,11 +265,13 @@ class ProcessLanes:
         self.count = workers
         self.table: list[list[Callable[[], None]]] = []
         self.index: dict[tuple, int] = {}
+        self.known: dict[tuple, int] = {}  # task_ident of each recorded hand-off -> its table index
         self.forked = 0  # table entries the live workers hold
         self.forks = 0  # since the last reset: new hand-offs stop being recorded after MAX_FORKS
         self.workers: list[_Worker] = []
         self.pid = os.getpid()
         self.claim = SharedClaim()
+        self.barrier = SharedBarrier()
         self.dispatched = 0  # hand-offs run in workers (tests and the profiler read it)
         self.failure: str | None = None  # why the workers were given up (then thread lanes only)
         self._finalizer = weakref.finalize(self, _shutdown, self.workers)
@@ -191,13 +283,14 @@ class ProcessLanes:
         _shutdown(self.workers)
         self.table.clear()
         self.index.clear()
+        self.known.clear()
         self.forked = self.forks = 0
 
     def begin(self) -> None:
         """Start of a run on this thread: (re)fork when the table grew since the workers were made."""
         if os.getpid() != self.pid:  # in a fork of the user's (`_forget_workers` ran): start afresh
             self.pid, self.failure = os.getpid(), None
-            self.claim = SharedClaim()
+            self.claim, self.barrier = SharedClaim(), SharedBarrier()
             self.reset()
         if self.failure is None and len(self.table) > self.forked:
             _shutdown(self.workers)
@@ -224,6 +317,7 @@ class ProcessLanes:
             os.close(up_w)
             os.set_blocking(up_r, False)
             self.workers.append(_Worker(pid, down_w, up_r))
+        self.barrier.pids = [w.pid for w in self.workers]
         self.forked = len(self.table)
         self.forks += 1
 
@@ -231,15 +325,20 @@ class ProcessLanes:
     def run(self, tasks: Sequence[Callable[[], None]]) -> bool:
         """Run ``tasks`` (lane 0 here, the others in the workers); False: not recorded yet or no workers, the caller
         runs them on thread lanes (the hand-off is recorded for the next fork)."""
-        key = task_key(tasks)
-        if key is None or len(tasks) - 1 > self.count:
+        if len(tasks) - 1 > self.count:
             return False
-        k = self.index.get(key)
+        ident = task_ident(tasks)
+        k = self.known.get(ident) if ident is not None else None
         if k is None:
-            if self.failure is None and self.forks < MAX_FORKS:
-                self.index[key] = len(self.table)
-                self.table.append(list(tasks))
-            return False
+            key = task_key(tasks)
+            if key is None:
+                return False
+            k = self.index.get(key)
+            if k is None:
+                if self.failure is None and self.forks < MAX_FORKS:
+                    self.index[key] = self.known[ident] = len(self.table)  # type: ignore[index]
+                    self.table.append(list(tasks))
+                return False
         if k >= self.forked or not self.workers:
             return False
         workers = self.workers[: len(tasks) - 1]

@@ -34,7 +34,7 @@ from numpy.lib.stride_tricks import as_strided
 from mnnpy.core.strategy import WINOGRAD_BLOCK_BYTES, ConvPlan, winograd_channel_bands, winograd_layout
 
 from . import ir_binds, packed_gemm
-from .blas import lane_count, new_claim, run_lanes
+from .blas import lane_count, new_claim, run_lanes, run_phases
 from .common import (
     COUNTERS,
     PACK,
@@ -285,11 +285,11 @@ class WinogradKernel(Conv2DKernel):
         it already (a chained producer wrote it). ``residual`` (NC4HW4 like ``out``, or ``out`` itself): each block
         adds it to the rows it stored, then ReLU with ``relu`` (a residual Add fused in: ``common.add_residual``)."""
         stores = self._stores_for(out, residual, relu)
-        if self.phases is not None:
-            run_lanes([partial(self._transform_part, part, x) for part in self.phases], self.plan.threads, self.shared)
+        if self.phases is not None:  # (one hand-off with worker-process lanes: ``run_phases``)
             claim = new_claim()
-            run_lanes([partial(self._run_blocks, lane, stores[i], claim, None, True)
-                       for i, lane in enumerate(self.lanes)], self.plan.threads, self.shared)
+            run_phases([[partial(self._transform_part, part, x) for part in self.phases],
+                        [partial(self._run_blocks, lane, stores[i], claim, None, True)
+                         for i, lane in enumerate(self.lanes)]], self.plan.threads, self.shared)
             return
         split = x is not None and not self.input_copied_first
         if not split and x is not None:

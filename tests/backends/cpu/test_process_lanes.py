@@ -57,8 +57,10 @@ def test_resnet18_lanes_run_in_a_worker_process(resnet18: Path) -> None:
     got = [_run(interp, session, x) for x in xs]  # forks, then the worker runs lane 1
     assert len(lanes.workers) == 1 and lanes.workers[0].pid != os.getpid()
     assert lanes.dispatched == 2 * len(lanes.table)  # every recorded hand-off, both runs
-    kinds = {tasks[0].func.__name__ for tasks in lanes.table}
-    assert {"_run_blocks", "_run_direct", "_run_steps", "_run_taps", "_call"} <= kinds, kinds
+    kinds = {t.func.__name__ for tasks in lanes.table  # (a phased hand-off's lane: its phases' tasks too)
+             for t in [tasks[0], *(tasks[0].args[3:] if tasks[0].func is procs.phased else ())]}
+    assert {"_run_blocks", "_run_direct", "_run_steps", "_run_taps", "_call", "_transform_part", "phased"} <= kinds, \
+        kinds
     for x, y in zip(xs, got, strict=True):
         np.testing.assert_allclose(y, _reference(resnet18, x), rtol=1e-4, atol=1e-5)
     np.testing.assert_array_equal(first, got[0])  # the same kernels, split the same way: the same bits
@@ -205,3 +207,87 @@ def test_task_keys_follow_the_memory_not_the_array_object() -> None:
         del a
     gc.collect()
     assert len(procs._ADDRESSES) < 50  # the dead arrays' entries are gone
+
+
+class _Phases:
+    """Two-phase lane tasks: phase 1 writes a lane's half of a shared buffer, phase 2 reads the other lane's half
+    (what the barrier must have made visible) and records it with the reader's process id."""
+
+    def __init__(self) -> None:
+        self.data = memory.shared_empty((2,), np.int64)
+        self.seen = memory.shared_empty((2, 2), np.int64)
+
+    def write(self, lane: int, value: int) -> None:
+        if lane == 1:  # the worker's lane is the slow one: the caller's lane must wait at the barrier for it
+            import time
+
+            time.sleep(0.02)
+        self.data[lane] = value
+
+    def read(self, lane: int) -> None:
+        self.seen[lane] = (self.data[1 - lane], os.getpid())
+
+    def fail(self, lane: int, value: int) -> None:
+        raise ValueError(f"phase 1 of lane {lane} failed")
+
+    def die(self, lane: int, value: int) -> None:
+        if lane:  # the worker exits mid hand-off, leaving the caller at the barrier
+            os._exit(3)
+
+
+@pytest.mark.skipif(not procs.phased_handoffs(), reason="phased hand-offs run on x86 only (store order)")
+def test_phased_hand_off_meets_at_the_barrier_in_one_hand_off() -> None:
+    from mnnpy.backends.cpu.compute import blas
+
+    lanes, work = procs.ProcessLanes(1), _Phases()
+
+    def tasks(value: int, bad: int | None = None) -> list:  # (bad: that lane's first phase raises)
+        first = [partial(work.fail if lane == bad else work.write, lane, value + lane) for lane in range(2)]
+        return [partial(procs.phased, lanes.barrier, lane, 2, first[lane], partial(work.read, lane))
+                for lane in range(2)]
+
+    _forked(lanes, tasks(10), tasks(10, bad=1), tasks(10, bad=0))
+    try:
+        for value in (100, 200):  # the same objects' ids: found by identity, each run reads this run's values
+            work.data[:] = work.seen[:] = 0
+            done = lanes.dispatched
+            assert lanes.barrier.reset(2) and lanes.run(tasks(10))
+            assert lanes.dispatched == done + 1
+            np.testing.assert_array_equal(work.seen, [[11, os.getpid()], [10, lanes.workers[0].pid]])
+        for bad in (1, 0):  # a failed first phase lets the other lane through and comes back as an error
+            lanes.barrier.reset(2)
+            with pytest.raises((RuntimeError, ValueError), match=f"phase 1 of lane {bad} failed"):
+                lanes.run(tasks(10, bad=bad))
+        lanes.barrier.reset(2)
+        assert lanes.run(tasks(10)) and work.seen[1, 1] == lanes.workers[0].pid  # the worker goes on
+        dying = [partial(procs.phased, lanes.barrier, lane, 2, partial(work.die, lane, 0), partial(work.read, lane))
+                 for lane in range(2)]
+        lanes.reset()
+        _forked(lanes, dying)
+        lanes.barrier.reset(2)
+        with pytest.warns(RuntimeWarning, match="exited"):  # the barrier notices: no hang, thread lanes from now on
+            assert not lanes.run(dying)
+        assert lanes.failure and not lanes.workers
+    finally:
+        lanes.reset()
+    # through run_phases on thread lanes (no worker processes active): the phases in turn, the same result
+    work.data[:] = work.seen[:] = 0
+    blas.run_phases([[partial(work.write, lane, 7 + lane) for lane in range(2)],
+                     [partial(work.read, lane) for lane in range(2)]], 2, shared=True)
+    assert list(work.seen[:, 0]) == [8, 7]
+
+
+def test_task_ident_finds_the_recorded_objects_only() -> None:
+    """The fast key (identities) finds a hand-off only when its very objects come again; new views over the same
+    memory fall back to ``task_key`` (and find the same entry there)."""
+    lanes = procs.ProcessLanes(1)
+    base = np.zeros(64, dtype=np.float32)
+    a, b = base[:32], base[32:]
+    assert not lanes.run([partial(np.copyto, a, b), partial(np.copyto, b, a)])
+    ident = procs.task_ident([partial(np.copyto, a, b), partial(np.copyto, b, a)])
+    assert lanes.known[ident] == 0
+    assert procs.task_ident([partial(np.copyto, base[:32], b), partial(np.copyto, b, a)]) not in lanes.known
+    assert not lanes.run([partial(np.copyto, base[:32], b), partial(np.copyto, b, a)])  # found by key: no new entry
+    assert len(lanes.table) == 1
+    lanes.reset()
+    assert not lanes.known
