@@ -248,7 +248,7 @@ def test_phased_hand_off_meets_at_the_barrier_in_one_hand_off() -> None:
 
     _forked(lanes, tasks(10), tasks(10, bad=1), tasks(10, bad=0))
     try:
-        for value in (100, 200):  # the same objects' ids: found by identity, each run reads this run's values
+        for _ in range(2):  # (found by identity; each run reads what that run's first phase wrote)
             work.data[:] = work.seen[:] = 0
             done = lanes.dispatched
             assert lanes.barrier.reset(2) and lanes.run(tasks(10))
