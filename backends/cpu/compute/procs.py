@@ -50,6 +50,7 @@ _MSG = struct.Struct("<II")  # table index, lane
 MAX_FORKS = 3
 WORKER_SPIN_S = 2e-3  # how long an idle worker polls for its next task before it sleeps (`_receive`)
 WAIT_SPIN_S = 20e-3  # how long the caller polls for a worker's answer before it sleeps
+_WAKE = 0xFFFFFFFF  # a message's table index that only wakes the worker (``ProcessLanes.begin``)
 
 
 def available() -> bool:
@@ -273,6 +274,7 @@ class ProcessLanes:
         self.claim = SharedClaim()
         self.barrier = SharedBarrier()
         self.dispatched = 0  # hand-offs run in workers (tests and the profiler read it)
+        self.idle_since = 0.0  # when the last run ended (``begin`` wakes workers that have slept since)
         self.failure: str | None = None  # why the workers were given up (then thread lanes only)
         self._finalizer = weakref.finalize(self, _shutdown, self.workers)
         _ALL.add(self)
@@ -295,10 +297,16 @@ class ProcessLanes:
         if self.failure is None and len(self.table) > self.forked:
             _shutdown(self.workers)
             self._fork()
+        elif self.workers and time.perf_counter() - self.idle_since > WORKER_SPIN_S:
+            # the workers have gone to sleep since the last run: wake them now, so the ~40-80 us a halted vCPU
+            # takes to wake passes while this run's first command prepares, not in its first hand-off
+            with contextlib.suppress(OSError):  # (a worker that is gone: the hand-off finds out)
+                for w in self.workers:
+                    os.write(w.send, _MSG.pack(_WAKE, 0))
         _LOCAL.lanes = self
 
-    @staticmethod
-    def end() -> None:
+    def end(self) -> None:
+        self.idle_since = time.perf_counter()
         _LOCAL.lanes = None
 
     def _fork(self) -> None:
@@ -441,6 +449,8 @@ def _serve(table: list[list[Callable[[], None]]], receive: int, send: int) -> No
             if len(msg) < _MSG.size:
                 break
             k, j = _MSG.unpack(msg)
+            if k == _WAKE:
+                continue
             try:
                 table[k][j]()
             except BaseException as exc:  # reported to the parent, which raises it

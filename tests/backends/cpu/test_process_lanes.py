@@ -291,3 +291,25 @@ def test_task_ident_finds_the_recorded_objects_only() -> None:
     assert len(lanes.table) == 1
     lanes.reset()
     assert not lanes.known
+
+
+def test_a_run_after_a_pause_wakes_the_workers_first() -> None:
+    """``begin`` after the workers have slept (longer than WORKER_SPIN_S since the last run) sends each a wake-only
+    message, which gets no answer: the hand-offs after it still pair each answer with its own hand-off."""
+    lanes, work = procs.ProcessLanes(1), _Lanes()
+    good = [partial(work.mark, 0), partial(work.mark, 1)]
+    bad = [partial(work.mark, 0), partial(work.fail, 1)]
+    _forked(lanes, good, bad)
+    try:
+        for _ in range(3):
+            lanes.idle_since = 0.0  # (the last run ended long ago)
+            lanes.begin()
+            work.pids[:] = 0
+            assert lanes.run(good) and work.pids[1] == lanes.workers[0].pid
+            with pytest.raises(RuntimeError, match=r"ValueError: lane 1 failed"):
+                lanes.run(bad)
+            assert lanes.run(good)
+            lanes.end()
+            assert lanes.idle_since > 0.0
+    finally:
+        lanes.reset()
