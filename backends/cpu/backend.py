@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -48,6 +48,15 @@ class CPUBackend(Backend):
         """The kernels' shared scratch pool ``name`` (one per session; its kernels run in turn): its buffers in
         shared memory when worker processes run lanes (`common.scratch_buffer` reads the "shared" entry)."""
         return self.kernel_cache.setdefault(name, {"shared": True} if self.lanes is not None else {})
+
+    def run_groups(self, commands: Sequence[Any], runs: dict[int, Callable[[], None]]
+                   ) -> dict[int, tuple[Callable[[], bool], int]]:
+        """With worker-process lanes: consecutive convolutions as one hand-off each run (``lane_groups``)."""
+        if self.lanes is None or not procs.phased_handoffs():
+            return {}
+        from .lane_groups import lane_groups
+
+        return lane_groups(commands, runs, self.threads)  # type: ignore[return-value]
 
     def on_create(self, op_type: int, op: Any, inputs: Sequence[TensorRef],
                   outputs: Sequence[TensorRef]) -> Execution | None:

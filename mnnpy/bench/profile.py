@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,15 +91,32 @@ def run_overhead(session: Any, runs: int = 10) -> tuple[float, float]:
     chains.clear()  # chained runs do real work: off while the no-ops run
     try:
         empty = []
-        for _ in range(max(runs, 1) * 10):
-            t0 = clock()
-            session.run()
-            empty.append(clock() - t0)
+        with _groups_off(session):
+            for _ in range(max(runs, 1) * 10):
+                t0 = clock()
+                session.run()
+                empty.append(clock() - t0)
     finally:
         chains.update(saved)
         for ex in executions:
             del ex.on_execute
     return float(np.median(times)), 1e6 * min(empty) / max(len(session.commands), 1)
+
+
+@contextlib.contextmanager
+def _groups_off(session: Any) -> Iterator[None]:
+    """Without the session's lane groups (``Scheduler.groups``: several commands' work in one run) meanwhile, so
+    that each command runs, and is timed, alone."""
+    scheduler = getattr(session, "scheduler", None)
+    groups = getattr(scheduler, "groups", None)
+    if not groups:
+        yield
+        return
+    scheduler.groups = {}
+    try:
+        yield
+    finally:
+        scheduler.groups = groups
 
 
 def _chain_runs(session: Any) -> dict:
@@ -135,11 +153,12 @@ def profile_session(session: Any, runs: int = 10, warmup: int = 2) -> list[OpTim
         return True
 
     chains = _chain_runs(session)
-    if chains:  # time what a plain run runs: the chains, and every other command's on_execute
-        _profile_chained(session, commands, chains, samples, max(runs, 1))
-    else:
-        for _ in range(max(runs, 1)):
-            session.run(before, after)
+    with _groups_off(session):
+        if chains:  # time what a plain run runs: the chains, and every other command's on_execute
+            _profile_chained(session, commands, chains, samples, max(runs, 1))
+        else:
+            for _ in range(max(runs, 1)):
+                session.run(before, after)
     descs = session.graph.descs
     result = []
     for k, cmd in enumerate(commands):

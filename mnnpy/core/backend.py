@@ -172,6 +172,12 @@ class Backend(ABC):
     def on_resize_done(self) -> None:  # noqa: B027 - optional hook
         """Called once after every command's `Execution.on_resize` (GPU backends record command buffers here)."""
 
+    def run_groups(self, commands: Sequence[Any], runs: dict[int, Callable[[], None]]
+                   ) -> dict[int, tuple[Callable[[], bool], int]]:
+        """Runs of consecutive commands this backend can run together in callback-free runs: id(first command) ->
+        (its run, which returns False where it cannot run this time, and how many commands it covers). None here."""
+        return {}
+
     def on_execute_begin(self) -> None:  # noqa: B027 - optional hook
         """Called before the first command of a run."""
 

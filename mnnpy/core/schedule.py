@@ -47,6 +47,8 @@ class Scheduler:
         self.commands: list[Command] = []  # the run list (after `plan`: without the aliased copies)
         self.listed: list[Command] = []  # every scheduled command, aliased copies included (set by `plan`)
         self.fused: dict[int, Callable[[], None]] = {}  # id(command) -> its run in callback-free runs (`_fuse`)
+        # id(first command) -> (run of it and the commands after it, their count): `Backend.run_groups`, same runs
+        self.groups: dict[int, tuple[Callable[[], bool], int]] = {}
         self._converted: dict[tuple[int, str], int] = {}
         self._copies: dict[tuple[int, str], tuple[int, Command]] = {}
 
@@ -239,6 +241,7 @@ class Scheduler:
                                  f"cannot prepare: {exc}") from exc
             cmd.info = {"backend": cmd.backend, **cmd.execution.info()}
         self.fused = self._fuse(pinned, alias)
+        self.groups = self.main.run_groups(self.commands, self.fused)
         for b in backends:
             b.on_resize_done()
 

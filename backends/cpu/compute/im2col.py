@@ -226,23 +226,9 @@ class Im2ColKernel(Conv2DKernel):
         """Convolve NC4HW4 ``x`` into NC4HW4 ``out`` (tiles claimed by ``numThread`` lanes). ``residual`` (NC4HW4
         like ``out``, or ``out`` itself): each tile (channel band) adds it to the rows it stored, then ReLU with
         ``relu`` (a residual Add fused in: ``common.add_residual``)."""
-        if self.direct and x is not None and x.ndim == 5 and x.flags.c_contiguous:
-            lanes = range(len(self.direct))
-            if len(lanes) == 1:
-                self._run_direct(0, x, out, residual, relu)
-            elif np.may_share_memory(out, x):  # (a fused residual Add's output over x): all reads before any store
-                run_phases([[partial(self._run_direct, lane, x, None) for lane in lanes],
-                            [partial(self._store_direct, lane, out, residual, relu) for lane in lanes]],
-                           self.plan.threads, self.shared)
-            else:
-                run_lanes([partial(self._run_direct, lane, x, out, residual, relu) for lane in lanes],
-                          self.plan.threads, self.shared)
-            return
-        if self.tap_phases is not None and x is not None:
-            run_phases([[partial(copy_input_rows, self.interior, x, rows) for rows, _ in self.tap_phases],
-                        [partial(self._run_taps, *lane) for lane in self.tap_lanes],  # type: ignore[union-attr]
-                        [partial(self._store_taps, rows, out, residual, relu) for _, rows in self.tap_phases]],
-                       self.plan.threads, self.shared)
+        phases = self.lane_phases(x, out, residual, relu)
+        if phases is not None:  # (one hand-off with worker-process lanes: ``run_phases``)
+            run_phases(phases, self.plan.threads, self.shared)
             return
         if self.input_copied_first:
             self._copy_input(x)
@@ -270,12 +256,27 @@ class Im2ColKernel(Conv2DKernel):
             run_lanes([partial(self._run_band, c0, c1, out, residual, relu) for c0, c1 in self.bands],
                       self.plan.threads, self.shared and not self.fold_bias)
             return
-        if len(self.lanes) == 1:
-            self._run_steps(self.steps, out, itertools.count().__next__, None, residual, relu)
-            return
-        claim = new_claim()
-        run_lanes([partial(self._run_steps, lane, out, claim, x, residual, relu) for lane in self.lanes],
-                  self.plan.threads, self.shared)
+        self._run_steps(self.steps, out, itertools.count().__next__, None, residual, relu)
+
+    def lane_phases(self, x: np.ndarray | None, out: np.ndarray, residual: np.ndarray | None = None,
+                    relu: bool = False, claim: Callable[[], int] | None = None) -> list[list[Callable]] | None:
+        """``run``'s work as phases of lane tasks (``blas.run_phases``) where that is all of it (no input copy or
+        store outside the lanes), else None; ``claim``: the tiles' work counter (default ``new_claim()``; a lane
+        group gives each member its own, ``lane_groups``). The same arguments always take the same path."""
+        if self.direct and x is not None and x.ndim == 5 and x.flags.c_contiguous:
+            lanes = range(len(self.direct))
+            if len(lanes) > 1 and np.may_share_memory(out, x):  # (a fused residual Add's output over x)
+                return [[partial(self._run_direct, lane, x, None) for lane in lanes],  # all reads before any store
+                        [partial(self._store_direct, lane, out, residual, relu) for lane in lanes]]
+            return [[partial(self._run_direct, lane, x, out, residual, relu) for lane in lanes]]
+        if self.tap_phases is not None and x is not None:
+            return [[partial(copy_input_rows, self.interior, x, rows) for rows, _ in self.tap_phases],
+                    [partial(self._run_taps, *lane) for lane in self.tap_lanes],  # type: ignore[union-attr]
+                    [partial(self._store_taps, rows, out, residual, relu) for _, rows in self.tap_phases]]
+        if self.input_copied_first or self.tap_lanes is not None or self.bands is not None or len(self.lanes) == 1:
+            return None
+        claim = new_claim() if claim is None else claim
+        return [[partial(self._run_steps, lane, out, claim, x, residual, relu) for lane in self.lanes]]
 
     def _store(self, out: np.ndarray, residual: np.ndarray | None, relu: bool, region: tuple[slice, ...],
                y_pixels: np.ndarray, y2: np.ndarray | None = None, clamp: tuple[float, float] | None = None) -> None:

@@ -267,11 +267,14 @@ class ProcessLanes:
         self.table: list[list[Callable[[], None]]] = []
         self.index: dict[tuple, int] = {}
         self.known: dict[tuple, int] = {}  # task_ident of each recorded hand-off -> its table index
+        self.lists: dict[int, int] = {}  # id of a recorded task list (the table keeps it) -> its table index
+        self.generation = 0  # counts resets: what a caller built from this table's claims is stale after one
         self.forked = 0  # table entries the live workers hold
         self.forks = 0  # since the last reset: new hand-offs stop being recorded after MAX_FORKS
         self.workers: list[_Worker] = []
         self.pid = os.getpid()
         self.claim = SharedClaim()
+        self.claims = [self.claim]  # ``claim_slot``
         self.barrier = SharedBarrier()
         self.dispatched = 0  # hand-offs run in workers (tests and the profiler read it)
         self.idle_since = 0.0  # when the last run ended (``begin`` wakes workers that have slept since)
@@ -286,13 +289,23 @@ class ProcessLanes:
         self.table.clear()
         self.index.clear()
         self.known.clear()
+        self.lists.clear()
         self.forked = self.forks = 0
+        self.generation += 1
+
+    def claim_slot(self, i: int) -> SharedClaim:
+        """The ``i``-th shared work counter (0: ``claim``): one per claiming kernel of a lane group
+        (``lane_groups``), each reset by the group before its hand-off."""
+        while len(self.claims) <= i:
+            self.claims.append(SharedClaim())
+        return self.claims[i]
 
     def begin(self) -> None:
         """Start of a run on this thread: (re)fork when the table grew since the workers were made."""
         if os.getpid() != self.pid:  # in a fork of the user's (`_forget_workers` ran): start afresh
             self.pid, self.failure = os.getpid(), None
             self.claim, self.barrier = SharedClaim(), SharedBarrier()
+            self.claims = [self.claim]
             self.reset()
         if self.failure is None and len(self.table) > self.forked:
             _shutdown(self.workers)
@@ -335,8 +348,10 @@ class ProcessLanes:
         runs them on thread lanes (the hand-off is recorded for the next fork)."""
         if len(tasks) - 1 > self.count:
             return False
-        ident = task_ident(tasks)
-        k = self.known.get(ident) if ident is not None else None
+        k = self.lists.get(id(tasks))  # (a list recorded before: the table keeps it, so no other has its id)
+        if k is None or self.table[k] is not tasks:
+            ident = task_ident(tasks)
+            k = self.known.get(ident) if ident is not None else None
         if k is None:
             key = task_key(tasks)
             if key is None:
@@ -344,8 +359,9 @@ class ProcessLanes:
             k = self.index.get(key)
             if k is None:
                 if self.failure is None and self.forks < MAX_FORKS:
-                    self.index[key] = self.known[ident] = len(self.table)  # type: ignore[index]
-                    self.table.append(list(tasks))
+                    kept = tasks if isinstance(tasks, list) else list(tasks)  # (the caller's list: not changed after)
+                    self.index[key] = self.known[ident] = self.lists[id(kept)] = len(self.table)  # type: ignore[index]
+                    self.table.append(kept)
                 return False
         if k >= self.forked or not self.workers:
             return False

@@ -284,26 +284,40 @@ class WinogradKernel(Conv2DKernel):
         NHWC [N, OH, OW, OCp] view (a chained consumer's ``chain_input``). ``x`` None: the zero-bordered input holds
         it already (a chained producer wrote it). ``residual`` (NC4HW4 like ``out``, or ``out`` itself): each block
         adds it to the rows it stored, then ReLU with ``relu`` (a residual Add fused in: ``common.add_residual``)."""
-        stores = self._stores_for(out, residual, relu)
-        if self.phases is not None:  # (one hand-off with worker-process lanes: ``run_phases``)
-            claim = new_claim()
-            run_phases([[partial(self._transform_part, part, x) for part in self.phases],
-                        [partial(self._run_blocks, lane, stores[i], claim, None, True)
-                         for i, lane in enumerate(self.lanes)]], self.plan.threads, self.shared)
+        phases = self.lane_phases(x, out, residual, relu)
+        if phases is not None:  # (one hand-off with worker-process lanes: ``run_phases``)
+            run_phases(phases, self.plan.threads, self.shared)
             return
-        split = x is not None and not self.input_copied_first
-        if not split and x is not None:
+        stores = self._stores_for(out, residual, relu)
+        if x is not None:
             copy_pixels(self.interior, x, (0, 2, 3, 1))
         if self.positions is None:
             claim = new_claim()
-            run_lanes([partial(self._run_blocks, lane, stores[i], claim, x if split else None)
-                       for i, lane in enumerate(self.lanes)], self.plan.threads, self.shared)
+            run_lanes([partial(self._run_blocks, lane, stores[i], claim) for i, lane in enumerate(self.lanes)],
+                      self.plan.threads, self.shared)
             return
         b = self.blocks[0]
         self._transform_in(b)
         run_lanes([partial(self._gemm, b, p0, p1) for p0, p1 in self.positions], self.plan.threads,
                   self.shared and self.params.group == 1)
         self._transform_out(b, stores[0][0])
+
+    def lane_phases(self, x: np.ndarray | None, out: np.ndarray, residual: np.ndarray | None = None,
+                    relu: bool = False, claim: Callable[[], int] | None = None) -> list[list[Callable]] | None:
+        """``run``'s work as phases of lane tasks (``blas.run_phases``) where that is all of it (no copy or transform
+        before the hand-off), else None; ``claim``: the blocks' work counter (default ``new_claim()``; a lane group
+        gives each member its own, ``lane_groups``). The same arguments always take the same path."""
+        split = x is not None and not self.input_copied_first
+        if self.phases is None and (self.positions is not None or not (x is None or split)):
+            return None
+        stores = self._stores_for(out, residual, relu)
+        claim = new_claim() if claim is None else claim
+        if self.phases is not None:  # the channel bands' two phases (``_make_phases``)
+            return [[partial(self._transform_part, part, x) for part in self.phases],
+                    [partial(self._run_blocks, lane, stores[i], claim, None, True)
+                     for i, lane in enumerate(self.lanes)]]
+        return [[partial(self._run_blocks, lane, stores[i], claim, x if split else None)
+                 for i, lane in enumerate(self.lanes)]]
 
     def _stores_for(self, out: np.ndarray, residual: np.ndarray | None = None, relu: bool = False
                     ) -> list[list[list[tuple]]]:

@@ -64,6 +64,10 @@ def test_resnet18_lanes_run_in_a_worker_process(resnet18: Path) -> None:
     for x, y in zip(xs, got, strict=True):
         np.testing.assert_allclose(y, _reference(resnet18, x), rtol=1e-4, atol=1e-5)
     np.testing.assert_array_equal(first, got[0])  # the same kernels, split the same way: the same bits
+    # the 19 convolutions after the max pool are one lane group: one hand-off, its list found by identity
+    (group, covered), = session.scheduler.groups.values()
+    assert len(group.members) == 19 and covered > 19 and any(tasks is group.tasks for tasks in lanes.table)
+    assert len(lanes.table) == 4  # the stem, the max pool, the group, the classifier
 
 
 def test_resize_and_release_stop_the_worker(resnet18: Path) -> None:
@@ -313,3 +317,73 @@ def test_a_run_after_a_pause_wakes_the_workers_first() -> None:
             assert lanes.idle_since > 0.0
     finally:
         lanes.reset()
+
+
+class _Member:
+    """A lane-group member (``lane_groups.LaneGroup``): two phases over a shared buffer; with ``die``, the worker's
+    lane exits in the second."""
+
+    def __init__(self, data: np.ndarray, k: int, die: bool = False) -> None:
+        self.data, self.k, self.die = data, k, die
+
+    def lane_phases(self, claim: Any = None) -> list:
+        return [[partial(self.write, lane) for lane in range(2)], [partial(self.read, lane) for lane in range(2)]]
+
+    def write(self, lane: int) -> None:
+        self.data[self.k, lane] = 10 * self.k + lane + 1
+
+    def read(self, lane: int) -> None:  # the other lane's value of the phase before, and of the member before
+        if self.die and lane == 1 and os.getpid() != self.data.owner:
+            os._exit(3)
+        self.data[self.k, 2 + lane] = self.data[self.k, 1 - lane] + (self.data[self.k - 1, 3] if self.k else 0)
+
+
+class _Data(np.ndarray):
+    owner: int
+
+
+def test_lane_group_runs_its_members_in_one_hand_off() -> None:
+    from mnnpy.backends.cpu.lane_groups import LaneGroup
+
+    data = memory.shared_empty((3, 4), np.int64).view(_Data)
+    data.owner = os.getpid()
+    lanes = procs.ProcessLanes(1)
+    group = LaneGroup([(_Member(data, k), ()) for k in range(3)], 2)
+    try:
+        lanes.begin()
+        assert group()  # recorded: the phases in turn on thread lanes
+        lanes.end()
+        want = data.copy()
+        lanes.begin()  # forks (the table grew)
+        data[:] = 0
+        done = lanes.dispatched
+        assert group() and lanes.dispatched == done + 1  # one hand-off for the three members
+        lanes.end()
+        np.testing.assert_array_equal(data, want)
+        np.testing.assert_array_equal(want, [[1, 2, 2, 1], [11, 12, 13, 12], [21, 22, 34, 33]])  # phases in order
+        dying = LaneGroup([(_Member(data, 0), ()), (_Member(data, 1, die=True), ())], 2)
+        lanes.begin()
+        assert dying()
+        lanes.end()
+        lanes.begin()
+        with pytest.warns(RuntimeWarning, match="exited"), pytest.raises(RuntimeError, match="lane group"):
+            dying()  # the members may have overwritten their inputs: the run fails rather than repeat them
+        lanes.end()
+        lanes.begin()
+        assert not group()  # given up: the session runs the commands one by one on thread lanes
+        lanes.end()
+    finally:
+        lanes.reset()
+
+
+def test_profiling_times_a_groups_commands_one_by_one(resnet18: Path) -> None:
+    from mnnpy.bench.profile import profile_session
+
+    interp = Interpreter(str(resnet18.with_suffix(".mnn")))
+    session = interp.createSession({"numThread": 2})
+    interp.getSessionInput(session).copyFrom(np.ones((1, 3, 224, 224), np.float32))
+    groups = dict(session.scheduler.groups)
+    assert groups
+    ops = profile_session(session, runs=2, warmup=2)
+    assert all(op.ms > 0 for op in ops if op.op_type == "Convolution")
+    assert session.scheduler.groups == groups  # back on after

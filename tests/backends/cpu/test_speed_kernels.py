@@ -229,6 +229,7 @@ def test_lanes_claim_blocks(monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
     monkeypatch.setattr(im2col, "TILE_BYTES", 1)
     module = winograd_conv if kind == "winograd" else im2col
     monkeypatch.setattr(module, "run_lanes", lambda tasks, threads, *shared: [task() for task in tasks])  # lane 0 first
+    monkeypatch.setattr(module, "run_phases", lambda phases, threads, *shared: [task() for p in phases for task in p])
     conv = make_conv(16, 24, (3, 3), pads=(1, 1, 1, 1), relu=True, stride=(1, 1) if kind == "winograd" else (2, 2))
     x = np.random.default_rng(14).standard_normal((1, 16, 12, 10)).astype(np.float32)
     seen: list[int] = []
