@@ -21,10 +21,6 @@ from functools import partial
 from typing import Any
 
 from .compute import blas, procs
-from .compute.im2col import Im2ColKernel
-from .compute.winograd_conv import WinogradKernel
-
-_KERNELS = (WinogradKernel, Im2ColKernel)
 
 
 def _idle() -> None:
@@ -85,32 +81,30 @@ class LaneGroup:
 
 def _member(cmd: Any, runs: dict[int, Callable[[], None]], no_ops: Sequence[Callable[[], None]]
             ) -> tuple[Any, tuple] | bool | None:
-    """``(kernel, args)`` of a command whose run is ``kernel.run(*args)`` with only lane tasks in it, None for a
-    command with nothing to do (its work fused into another's), False otherwise."""
-    from .ops.conv import Convolution
-
+    """``(owner, args)`` of a command whose run is only lane tasks that worker processes may run, given by
+    ``owner.lane_phases(*args, claim=...)`` (an execution's own ``on_execute``, or a fused ``kernel.run(*args)``);
+    None for a command with nothing to do (its work fused into another's); False otherwise."""
     call = runs.get(id(cmd))
     if call is None:
-        ex = cmd.execution
-        if not isinstance(ex, Convolution) or ex.runtime_weights or "on_execute" in vars(ex):
+        owner, args = cmd.execution, ()
+        if "on_execute" in vars(owner):  # (a wrapper set on the instance: the profiler's)
             return False
-        kernel, args = ex.kernel, (ex.x_view, ex.y_view)
     elif any(call is f for f in no_ops):
         return None
     elif isinstance(call, partial) and not call.keywords and getattr(call.func, "__name__", "") == "run":
-        kernel, args = getattr(call.func, "__self__", None), call.args
+        owner, args = getattr(call.func, "__self__", None), call.args
+        if getattr(owner, "shared", True) is False:  # (a kernel whose scratch worker processes do not see)
+            return False
     else:
         return False
-    if not isinstance(kernel, _KERNELS) or not kernel.shared:
-        return False
-    phases = kernel.lane_phases(*args)
-    return (kernel, args) if phases is not None and min(len(p) for p in phases) > 1 else False
+    phases = getattr(owner, "lane_phases", None)
+    return (owner, args) if phases is not None and phases(*args) is not None else False
 
 
 def lane_groups(commands: Sequence[Any], runs: dict[int, Callable[[], None]], lanes: int
                 ) -> dict[int, tuple[LaneGroup, int]]:
     """The lane groups of a session's run list: id(first command) -> (group, commands it covers), for runs of at
-    least two member convolutions (``_member``) with no other command between them."""
+    least two members (``_member``) with no other command between them."""
     from .ops.binary import _done
     from .ops.conv import _nothing
 

@@ -150,6 +150,14 @@ class Convolution(CPUExecution):
             self.kernel = self._make(self._with_weights(self.params))
         self.kernel.run(self.x_view, self.y_view)
 
+    def lane_phases(self, claim: Any = None) -> list[list[Callable[[], None]]] | None:
+        """``on_execute``'s work as phases of lane tasks worker processes may run, where it is only that
+        (``lane_groups``); else None."""
+        phases = getattr(self.kernel, "lane_phases", None)
+        if self.runtime_weights or phases is None or getattr(self.kernel, "shared", True) is False:
+            return None
+        return phases(self.x_view, self.y_view, claim=claim)
+
     def fuse_between(self, producer: Any, consumer: Any) -> list[Callable[[], None]] | None:
         """A depthwise convolution between two 1x1 convolutions (MobileNet's inverted residual: expand ->
         depthwise -> project; the first may also be a one-lane im2col convolution, a stem), all one lane: the three
