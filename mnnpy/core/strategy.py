@@ -94,6 +94,13 @@ def winograd_block_bytes(l2: int | None) -> int:
 
 
 WINOGRAD_BLOCK_BYTES = winograd_block_bytes(l2_cache_bytes())  # the kernel's blocking (scratch kept in L2/L3)
+# A weight-heavy single Winograd block splits its weights over the lanes (bands / positions, ``winograd_layout``) only
+# when its transformed weights exceed this; smaller ones stay in L3, so every lane streaming all of them costs less
+# than the lanes sharing one transformed input across the cores. ResNet-18 at 2 threads, paired, the sixteenth
+# session: its 128ch 28² F(4,3) (2.4 MB) in blocks 0.960-0.999 against bands, and with this limit (the model then
+# keeps F(4,3); at 3 MB it took F(6,3), 4.2 MB, in bands: 0.994) 0.969-1.014; the 256ch 14² F(4,3) (9.4 MB) and 512ch
+# 7² F(2,3) (16.8 MB) in blocks 1.013-1.055.
+WINOGRAD_SPLIT_WEIGHT_BYTES = 8 << 20
 # Per lane: waking a sleeping lane thread (and its vCPU) costs ~0.1 ms, so each lane gets >= ~0.25 ms of work.
 # Same-process A/B, 2 threads (p10 ms at 5e7 / 2.5e7 / 1.2e7): BERT-4L 11.0 / 9.6 / 9.3, ViT-tiny 34.5 / 31.5 /
 # 30.6, ResNet-18 23.5 / 22.9 / 23.2 (1 thread: 11.2, 34.6, 33.4); medians favoured 2.5e7 over 1.2e7 on ResNet-18.
@@ -305,13 +312,14 @@ def winograd_layout(n: int, tiles_hw: tuple[int, int], alpha: int, cp: int, ocp:
     """How the Winograd kernel splits its work: (blocks of tile rows, lanes over blocks, split by positions).
 
     Blocks of about ``block_bytes`` of scratch; with ``lanes`` > 1, one block whose weights outweigh its tiles
-    (deep layers, few pixels) is split by alpha² positions instead (one lane of blocks), and fewer blocks than lanes
-    are made smaller so that every lane has one.
+    (deep layers, few pixels) and do not fit L3 comfortably (WINOGRAD_SPLIT_WEIGHT_BYTES) is split by alpha² positions
+    instead (one lane of blocks), and fewer blocks than lanes are made smaller so that every lane has one.
     """
     th, tw = tiles_hw
     row_bytes = alpha * alpha * tw * max(cp, ocp) * 4
     blocks = output_tiles(n, th, row_bytes, block_bytes, lanes)
-    if lanes > 1 and len(blocks) == 1 and weight_elems > n * th * tw * (cp + ocp):
+    if lanes > 1 and len(blocks) == 1 and weight_elems > n * th * tw * (cp + ocp) \
+            and 4 * alpha * alpha * weight_elems > WINOGRAD_SPLIT_WEIGHT_BYTES:
         return blocks, 1, True
     if len(blocks) < lanes:
         blocks = output_tiles(n, th, row_bytes, max(1, n * th * row_bytes // lanes), lanes)

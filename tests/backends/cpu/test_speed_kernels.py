@@ -157,14 +157,20 @@ def test_matmul_lanes_match_float64(tmp_path: Path, trans_b: bool) -> None:
 
 @pytest.mark.parametrize(("ic", "oc", "hw", "unit", "group"), [(256, 256, 7, 2, 1), (192, 160, 13, 4, 1),
                                                                (192, 192, 9, 6, 1), (256, 256, 11, 4, 2)])
-def test_winograd_position_lanes(ic: int, oc: int, hw: int, unit: int, group: int) -> None:
+def test_winograd_position_lanes(monkeypatch: pytest.MonkeyPatch, ic: int, oc: int, hw: int, unit: int,
+                                 group: int) -> None:
     """Weight-heavy single block, 2 lanes: the alpha² GEMMs split over the lanes (grouped), or, ungrouped, bands of
     output channels (each lane: whole input transform, its band's GEMMs, output transform and stores; 160 channels =
-    40 blocks of 4: bands of 20)."""
+    40 blocks of 4: bands of 20). (Weights of any size split here; by default only those over
+    WINOGRAD_SPLIT_WEIGHT_BYTES transformed.)"""
     sys.path.insert(0, str(Path(__file__).parent))
     from compute.helpers import assert_close, reference_conv, run_kernel
     from mnnpy.backends.cpu.compute.conv import conv2d_params
     from support.models import make_conv
+
+    from mnnpy.core import strategy
+
+    monkeypatch.setattr(strategy, "WINOGRAD_SPLIT_WEIGHT_BYTES", 0)
 
     conv = make_conv(ic, oc, (3, 3), pads=(1, 1, 1, 1), group=group, relu=True, seed=11)
     x = np.random.default_rng(12).standard_normal((1, ic, hw, hw)).astype(np.float32)
@@ -178,7 +184,7 @@ def test_winograd_position_lanes(ic: int, oc: int, hw: int, unit: int, group: in
     assert_close(got, reference_conv(x.astype(np.float64), conv, conv2d_params(conv, 12, x.shape)))
 
 
-def test_winograd_channel_bands_on_one_lane() -> None:
+def test_winograd_channel_bands_on_one_lane(monkeypatch: pytest.MonkeyPatch) -> None:
     """Channel bands claimed by one lane (here: the lanes are driven by someone else, so the tasks run inline and
     the first claims both bands): the input block is transformed once and kept, and the result is the same."""
     sys.path.insert(0, str(Path(__file__).parent))
@@ -186,6 +192,10 @@ def test_winograd_channel_bands_on_one_lane() -> None:
     from mnnpy.backends.cpu.compute import blas
     from mnnpy.backends.cpu.compute.conv import conv2d_params
     from support.models import make_conv
+
+    from mnnpy.core import strategy
+
+    monkeypatch.setattr(strategy, "WINOGRAD_SPLIT_WEIGHT_BYTES", 0)
 
     conv = make_conv(192, 160, (3, 3), pads=(1, 1, 1, 1), relu=True, seed=5)
     x = np.random.default_rng(6).standard_normal((1, 192, 13, 13)).astype(np.float32)

@@ -334,11 +334,15 @@ def test_lanes_match_reference(monkeypatch: pytest.MonkeyPatch, force: str, ic: 
 
 @pytest.mark.parametrize("block_bytes", [1, 1 << 30])
 def test_winograd_lanes_split_tiles_or_positions(monkeypatch: pytest.MonkeyPatch, block_bytes: int) -> None:
-    """Many blocks: lanes take whole blocks; one weight-heavy block: lanes share the alpha² GEMMs (and weights)."""
+    """Many blocks: lanes take whole blocks; one weight-heavy block: lanes share the alpha² GEMMs (and weights).
+    (Weight-heavy from any weight size here: tiny weights stay whole per lane by default, see the test below.)"""
     from mnnpy.backends.cpu.compute import blas, winograd_conv
+
+    from mnnpy.core import strategy
 
     monkeypatch.setattr(blas, "LANE_MIN_FLOPS", 1.0)
     monkeypatch.setattr(winograd_conv, "BLOCK_BYTES", block_bytes)
+    monkeypatch.setattr(strategy, "WINOGRAD_SPLIT_WEIGHT_BYTES", 0)
     conv = make_conv(32, 36, (3, 3), pads=(1, 1, 1, 1), group=2, relu=True)
     x = np.random.default_rng(4).standard_normal((1, 32, 4, 3)).astype(np.float32)
     got, kernel = run_kernel(conv, CONV, x, force="winograd:2", threads=2)
@@ -347,3 +351,22 @@ def test_winograd_lanes_split_tiles_or_positions(monkeypatch: pytest.MonkeyPatch
         assert kernel.positions is None and len(kernel.lanes) == 2
     else:
         assert kernel.positions == [(0, 8), (8, 16)] and len(kernel.lanes) == 1
+
+
+def test_winograd_weights_that_fit_l3_stay_whole_per_lane(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One block whose weights outweigh its tiles but are small (under WINOGRAD_SPLIT_WEIGHT_BYTES transformed):
+    the lanes split the tiles, each streaming all the weights, instead of sharing one transformed input."""
+    from mnnpy.backends.cpu.compute import blas, winograd_conv
+
+    from mnnpy.core import strategy
+
+    monkeypatch.setattr(blas, "LANE_MIN_FLOPS", 1.0)
+    monkeypatch.setattr(winograd_conv, "BLOCK_BYTES", 1 << 30)
+    conv = make_conv(32, 36, (3, 3), pads=(1, 1, 1, 1), relu=True)
+    x = np.random.default_rng(4).standard_normal((1, 32, 4, 3)).astype(np.float32)
+    got, kernel = run_kernel(conv, CONV, x, force="winograd:2", threads=2)
+    assert_close(got, reference_conv(x.astype(np.float64), conv, conv2d_params(conv, CONV, x.shape)))
+    assert kernel.positions is None and not kernel.by_channels and len(kernel.lanes) == 2
+    monkeypatch.setattr(strategy, "WINOGRAD_SPLIT_WEIGHT_BYTES", 0)  # the same weights counted as large: bands
+    _, kernel = run_kernel(conv, CONV, x, force="winograd:2", threads=2)
+    assert kernel.by_channels and len(kernel.lanes) == 2
