@@ -194,8 +194,21 @@ class Session:
         cmd = None
         fused = self.scheduler.fused if before is None and after is None else None
         try:
-            if fused is not None and self.scheduler.groups:  # (``Backend.run_groups``: lane groups, as chains)
-                self._run_groups(fused, self.scheduler.groups)
+            groups = self.scheduler.groups if fused is not None else None
+            if groups:  # (``Backend.run_groups``: a group's run covers its commands, or says it could not: False)
+                k, commands = 0, self.commands
+                while k < len(commands):
+                    cmd = commands[k]
+                    group = groups.get(id(cmd))
+                    if group is not None and group[0]():
+                        k += group[1]
+                        continue
+                    run = fused.get(id(cmd))  # type: ignore[union-attr]
+                    if run is None:
+                        cmd.execution.on_execute()
+                    else:
+                        run()
+                    k += 1
             elif fused:  # chains run together (`Scheduler._fuse`): only where no callback can see their links
                 for cmd in self.commands:
                     run = fused.get(id(cmd))
@@ -217,22 +230,6 @@ class Session:
             for b in {id(self.main): self.main, id(self.backup): self.backup}.values():
                 b.on_execute_end()
         COUNTERS["runs"] += 1
-
-    def _run_groups(self, fused: dict, groups: dict) -> None:
-        """A callback-free run with groups: a group's run covers its commands, or says it could not (False)."""
-        commands, k = self.commands, 0
-        while k < len(commands):
-            cmd = commands[k]
-            group = groups.get(id(cmd))
-            if group is not None and group[0]():
-                k += group[1]
-                continue
-            run = fused.get(id(cmd))
-            if run is None:
-                cmd.execution.on_execute()
-            else:
-                run()
-            k += 1
 
     # *** tensors ***
     def input_index(self, name: str | None) -> int:

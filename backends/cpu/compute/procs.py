@@ -17,6 +17,12 @@ arena (every non-constant tensor) and the conv kernels' scratch pool (``memory.s
 * ``shared=True`` is a kernel's promise that its lane tasks exchange data only through the arena or the shared
   scratch: a lane may use private buffers only for what it writes and reads itself within the task.
 * Dynamic work claiming across processes: ``SharedClaim``, a counter in shared memory under a process-shared lock.
+* Phased hand-offs (``phased``, ``blas.run_phases``, ``lane_groups``): a lane's task runs several phases in turn and
+  the lanes meet at a shared-memory barrier (``SharedBarrier``) between them, so a multi-phase kernel, or a run of
+  consecutive kernels, is one hand-off. A task list the table holds is found again by identity (``lists``), else
+  by the identities of its functions and arguments (``task_ident``), else by ``task_key``.
+* A run that starts after the workers went to sleep (idle longer than WORKER_SPIN_S) wakes them first with a
+  message they do not answer, so their vCPU wakes while the run's first command prepares.
 
 A resize, a release, a fork of the user's own (the child sees ``pid`` change) or a worker that died drop the workers;
 the table is rebuilt from the next run. A worker's exception comes back as the text of a RuntimeError; a worker that
