@@ -64,10 +64,10 @@ def test_resnet18_lanes_run_in_a_worker_process(resnet18: Path) -> None:
     for x, y in zip(xs, got, strict=True):
         np.testing.assert_allclose(y, _reference(resnet18, x), rtol=1e-4, atol=1e-5)
     np.testing.assert_array_equal(first, got[0])  # the same kernels, split the same way: the same bits
-    # the 19 convolutions after the max pool are one lane group: one hand-off, its list found by identity
-    (group, covered), = session.scheduler.groups.values()
-    assert len(group.members) == 19 and covered > 19 and any(tasks is group.tasks for tasks in lanes.table)
-    assert len(lanes.table) == 4  # the stem, the max pool, the group, the classifier
+    # the convolutions after the max pool are lane groups (here one of all 19): a hand-off each, found by identity
+    groups = [group for group, _ in session.scheduler.groups.values()]
+    assert sum(len(g.members) for g in groups) == 19 and all(any(t is g.tasks for t in lanes.table) for g in groups)
+    assert len(lanes.table) <= 3 + len(groups)  # besides: the stem, the max pool, the classifier's column bands
 
 
 def test_resize_and_release_stop_the_worker(resnet18: Path) -> None:
