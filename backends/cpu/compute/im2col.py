@@ -275,6 +275,8 @@ class Im2ColKernel(Conv2DKernel):
                     [partial(self._store_taps, rows, out, residual, relu) for _, rows in self.tap_phases]]
         if self.input_copied_first or self.tap_lanes is not None or self.bands is not None or len(self.lanes) == 1:
             return None
+        if all(len(lane) == len(self.lanes) for lane in self.lanes):  # one tile a lane: lane i tile i
+            return [[partial(self._run_steps, lane, out, i, x, residual, relu) for i, lane in enumerate(self.lanes)]]
         claim = new_claim() if claim is None else claim
         return [[partial(self._run_steps, lane, out, claim, x, residual, relu) for lane in self.lanes]]
 
@@ -344,11 +346,13 @@ class Im2ColKernel(Conv2DKernel):
         else:
             copy_pixels(self.interior, x, (0, 2, 3, 1))
 
-    def _run_steps(self, steps: list[tuple[Any, ...]], out: np.ndarray | None, claim: Callable[[], int],
+    def _run_steps(self, steps: list[tuple[Any, ...]], out: np.ndarray | None, claim: Callable[[], int] | int,
                    x: np.ndarray | None = None, residual: np.ndarray | None = None, relu: bool = False) -> None:
-        """Claim the next unclaimed tile until none is left (the steps use this lane's column buffer); with ``x``,
-        copy the input rows of each tile first."""
-        while (k := claim()) < len(steps):
+        """Claim the next unclaimed tile until none is left (the steps use this lane's column buffer), or run tile
+        ``claim`` alone (an int: one tile per lane, lane i tile i, as ``WinogradKernel._items``); with ``x``, copy
+        the input rows of each tile first."""
+        k = claim if isinstance(claim, int) else claim()
+        while k < len(steps):
             if x is not None:
                 copy_input_rows(self.interior, x, self.in_rows[k], self.fold_bias)
             gather, cols_mat, y_rows, scatter, (n0, n1, r0, r1, y_tile, y_pixels) = steps[k]
@@ -368,6 +372,7 @@ class Im2ColKernel(Conv2DKernel):
                 self._activate(y_tile)
             if out is not None:
                 self._store(out, residual, relu, (slice(n0, n1), slice(None), slice(r0, r1)), y_pixels)
+            k = len(steps) if isinstance(claim, int) else claim()
 
     def _store_taps(self, rows: tuple[int, int], out: np.ndarray, residual: np.ndarray | None, relu: bool) -> None:
         """Output rows [rows) of the K lanes' single tile: both partial products summed, clamped and stored (plus

@@ -185,8 +185,8 @@ def test_winograd_position_lanes(monkeypatch: pytest.MonkeyPatch, ic: int, oc: i
 
 
 def test_winograd_channel_bands_on_one_lane(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Channel bands claimed by one lane (here: the lanes are driven by someone else, so the tasks run inline and
-    the first claims both bands): the input block is transformed once and kept, and the result is the same."""
+    """Channel bands run inline one after the other (here the lanes are driven by someone else; each lane's task
+    runs its own band, lane i band i): the input transformed once in the first phase serves both, the same result."""
     sys.path.insert(0, str(Path(__file__).parent))
     from compute.helpers import assert_close, reference_conv, run_kernel
     from mnnpy.backends.cpu.compute import blas
@@ -353,3 +353,33 @@ def test_winograd_compiled_transforms(unit: int, k: int, threads: int) -> None:
         stores = list(kernel._stores.values())
         assert all((len(entry) == 1) == compiled for key in stores for lane in key for block in lane
                    for entry in block)
+
+
+@pytest.mark.parametrize("kind", ["winograd", "im2col"])
+def test_one_item_per_lane_runs_on_its_own_lane(monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    """With exactly one block (tile) per lane, lane i runs item i whatever the order the lanes start in (claims let
+    whichever lane started first take the first): consecutive layers split alike then find their rows in their own
+    core's cache."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from compute.helpers import assert_close, reference_conv, run_kernel
+    from mnnpy.backends.cpu.compute import blas, im2col, winograd_conv
+    from mnnpy.backends.cpu.compute.conv import conv2d_params
+    from support.models import make_conv
+
+    monkeypatch.setattr(blas, "LANE_MIN_FLOPS", 1.0)
+    module = winograd_conv if kind == "winograd" else im2col
+    ran: list[tuple[int, int]] = []
+
+    def last_lane_first(phases: list, threads: int, *shared: bool) -> None:
+        for phase in phases:
+            for lane, task in reversed(list(enumerate(phase))):
+                ran.append((lane, task.args[2]))  # (lane, the item it was given)
+                task()
+
+    monkeypatch.setattr(module, "run_phases", last_lane_first)
+    conv = make_conv(16, 24, (3, 3), pads=(1, 1, 1, 1), relu=True, stride=(1, 1) if kind == "winograd" else (2, 2))
+    x = np.random.default_rng(14).standard_normal((1, 16, 24, 20)).astype(np.float32)
+    got, kernel = run_kernel(conv, 12, x, force="winograd:2" if kind == "winograd" else "im2col", threads=2)
+    assert len(kernel.lanes) == 2 and all(len(lane) == 2 for lane in kernel.lanes)
+    assert sorted(ran) == [(0, 0), (1, 1)]
+    assert_close(got, reference_conv(x.astype(np.float64), conv, conv2d_params(conv, 12, x.shape)))
