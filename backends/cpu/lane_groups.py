@@ -61,22 +61,8 @@ class LaneGroup:
             return False
         for claim in self.claims:
             claim.reset()
-        lanes.barrier.reset(self.lanes)
-        previous = blas.get_blas_threads()
-        if previous is not None and previous != 1:
-            blas.set_blas_threads(1)
-        try:
-            if lanes.run(self.tasks):
-                return True
-            if lanes.failure is not None:
-                raise RuntimeError(f"{lanes.failure} during a lane group's hand-off: this run's outputs are not valid "
-                                   "(the session's later runs use thread lanes)")
-            for phase in self.phases:  # not dispatched (its first run records it): the phases in turn
-                blas.run_lanes(phase, self.lanes, False)
-            return True
-        finally:
-            if previous is not None and previous != 1:
-                blas.set_blas_threads(previous)
+        blas.run_phased(lanes, self.tasks, self.phases)
+        return True
 
 
 def _member(cmd: Any, runs: dict[int, Callable[[], None]], no_ops: Sequence[Callable[[], None]]

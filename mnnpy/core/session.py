@@ -194,28 +194,20 @@ class Session:
         cmd = None
         fused = self.scheduler.fused if before is None and after is None else None
         try:
-            groups = self.scheduler.groups if fused is not None else None
-            if groups:  # (``Backend.run_groups``: a group's run covers its commands, or says it could not: False)
-                k, commands = 0, self.commands
+            if fused is not None:  # chains (`Scheduler._fuse`) and groups (`Backend.run_groups`) run together: only
+                groups, commands, k = self.scheduler.groups, self.commands, 0  # where no callback can see inside
                 while k < len(commands):
                     cmd = commands[k]
                     group = groups.get(id(cmd))
-                    if group is not None and group[0]():
+                    if group is not None and group[0]():  # (a group's run covers its commands, or returns False)
                         k += group[1]
                         continue
-                    run = fused.get(id(cmd))  # type: ignore[union-attr]
-                    if run is None:
-                        cmd.execution.on_execute()
-                    else:
-                        run()
-                    k += 1
-            elif fused:  # chains run together (`Scheduler._fuse`): only where no callback can see their links
-                for cmd in self.commands:
                     run = fused.get(id(cmd))
                     if run is None:
                         cmd.execution.on_execute()
                     else:
                         run()
+                    k += 1
             else:
                 for cmd in self.commands:
                     if before is not None and before(cmd) is False:

@@ -220,21 +220,35 @@ def run_phases(phases: Sequence[Sequence[Callable[[], None]]], threads: int, sha
     between them); else each phase is its own ``run_lanes``."""
     lanes = procs.active() if shared and len(phases) > 1 and len(phases[0]) > 1 and procs.phased_handoffs() \
         else None
-    if lanes is not None:  # (recorded on its first run, which runs the phases on thread lanes below)
-        n = len(phases[0])
-        tasks = [partial(procs.phased, lanes.barrier, j, n, *(phase[j] for phase in phases)) for j in range(n)]
-        previous = get_blas_threads()
+    if lanes is None:
+        for phase in phases:
+            run_lanes(phase, threads, shared)
+        return
+    n = len(phases[0])
+    run_phased(lanes, [partial(procs.phased, lanes.barrier, j, n, *(phase[j] for phase in phases))
+                       for j in range(n)], phases)
+
+
+def run_phased(lanes: procs.ProcessLanes, tasks: list[Callable[[], None]],
+               phases: Sequence[Sequence[Callable[[], None]]]) -> None:
+    """``tasks`` (``procs.phased`` lanes over ``phases``) as one worker-process hand-off, BLAS at 1 thread; on the
+    hand-off's first run (recorded, not dispatched) the phases in turn on thread lanes. A worker lost while the
+    tasks ran raises: a later phase may have overwritten what an earlier one read, so they cannot run again."""
+    previous, failed = get_blas_threads(), lanes.failure
+    if previous is not None and previous != 1:
+        set_blas_threads(1)
+    try:
+        lanes.barrier.reset(len(tasks))
+        if lanes.run(tasks):
+            return
+    finally:
         if previous is not None and previous != 1:
-            set_blas_threads(1)
-        try:
-            lanes.barrier.reset(n)
-            if lanes.run(tasks):
-                return
-        finally:
-            if previous is not None and previous != 1:
-                set_blas_threads(previous)
+            set_blas_threads(previous)
+    if failed is None and lanes.failure is not None and lanes.cut_short:  # (given up in this very hand-off)
+        raise RuntimeError(f"{lanes.failure} during a phased hand-off: this run's outputs are not valid (the "
+                           "session's later runs use thread lanes)")
     for phase in phases:
-        run_lanes(phase, threads, shared and lanes is None)
+        run_lanes(phase, 0, False)
 
 
 def _drive(tasks: Sequence[Callable[[], None]]) -> None:

@@ -285,6 +285,7 @@ class ProcessLanes:
         self.dispatched = 0  # hand-offs run in workers (tests and the profiler read it)
         self.idle_since = 0.0  # when the last run ended (``begin`` wakes workers that have slept since)
         self.failure: str | None = None  # why the workers were given up (then thread lanes only)
+        self.cut_short = False  # the hand-off that gave them up had started its tasks
         self._finalizer = weakref.finalize(self, _shutdown, self.workers)
         _ALL.add(self)
 
@@ -393,6 +394,7 @@ class ProcessLanes:
         if gone:  # every task runs again on thread lanes: each rewrites all it writes
             self._give_up(f"a CPU lane worker process ({', '.join(str(w.pid) for w in workers)}) exited")
             self.claim.reset()
+            self.cut_short = len(sent) == len(workers)  # (the tasks had started: see ``blas.run_phased``)
             return False
         self.dispatched += 1
         if error is not None:
